@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Every difference between the kernels that ntsync builds against
+ * (Debian's 6.1, 6.12, 7.2 and 7.3) lives here, one feature test each.
+ */
+
+#ifndef NTSYNC_COMPAT_H
+#define NTSYNC_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/ktime.h>
+#include <linux/sched.h>
+#include <linux/nsproxy.h>
+#include <linux/time_namespace.h>
+
+/*
+ * A MONOTONIC deadline is given in the caller's time namespace and has to
+ * be moved to the host's clock before it is armed.  From 7.2 on the kernel
+ * exports the conversion to modules; before that, do the same arithmetic on
+ * the namespace's offset, which the headers show.  A deadline before the
+ * offset has already passed; the result never exceeds KTIME_MAX.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+static inline ktime_t ntsync_timens_to_host(ktime_t t)
+{
+	return timens_ktime_to_host(CLOCK_MONOTONIC, t);
+}
+#elif IS_ENABLED(CONFIG_TIME_NS)
+static inline ktime_t ntsync_timens_to_host(ktime_t t)
+{
+	const struct time_namespace *ns = current->nsproxy->time_ns;
+	ktime_t offset = timespec64_to_ktime(ns->offsets.monotonic);
+
+	if (likely(!offset))
+		return t;
+	if (offset > 0 && t < offset)
+		return 0;
+	if (offset < 0 && t > KTIME_MAX + offset)
+		return KTIME_MAX;
+	return ktime_sub(t, offset);
+}
+#else
+static inline ktime_t ntsync_timens_to_host(ktime_t t)
+{
+	return t;
+}
+#endif
+
+#endif /* NTSYNC_COMPAT_H */
