@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libntsync against a real /dev/ntsync: every call once, end to end, to show
+ * that the library's structures and results match the driver's.  The
+ * behaviour of the driver itself is tested in depth by the conformance
+ * suite in tests/.  Exits 77 (skipped) where there is no /dev/ntsync; the
+ * device path can be overridden with NTSYNC_DEVICE.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <ntsync.h>
+
+#define POISON32 0xccccccccu
+/* A generous bound so that a broken wake fails instead of hanging. */
+#define WAKE_BOUND_NS UINT64_C(60000000000)
+
+static const char *device_path(void)
+{
+	const char *p = getenv("NTSYNC_DEVICE");
+
+	return p && *p ? p : NTSYNC_DEFAULT_PATH;
+}
+
+static int setup(void **state)
+{
+	struct ntsync_device *dev;
+
+	if (ntsync_open(device_path(), &dev) != 0)
+		return -1;
+	*state = dev;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	ntsync_close(*state);
+	return 0;
+}
+
+static void semaphore(void **state)
+{
+	struct ntsync_device *dev = *state;
+	uint32_t count = POISON32, max = POISON32, prev = POISON32, index;
+	int sem;
+
+	assert_int_equal(ntsync_sem_create(dev, 3, 2), -EINVAL);
+	sem = ntsync_sem_create(dev, 1, 3);
+	assert_true(sem >= 0);
+	assert_int_equal(ntsync_sem_read(sem, &count, &max), 0);
+	assert_int_equal(count, 1);
+	assert_int_equal(max, 3);
+	assert_int_equal(ntsync_sem_release(sem, 2, &prev), 0);
+	assert_int_equal(prev, 1);
+	prev = POISON32;
+	assert_int_equal(ntsync_sem_release(sem, 1, &prev), -EOVERFLOW);
+	assert_int_equal(prev, POISON32);
+	assert_int_equal(ntsync_wait_any(dev, &sem, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), &index), 0);
+	assert_int_equal(index, 0);
+	assert_int_equal(ntsync_sem_read(sem, &count, &max), 0);
+	assert_int_equal(count, 2);
+	assert_int_equal(close(sem), 0);
+}
+
+static void mutex(void **state)
+{
+	struct ntsync_device *dev = *state;
+	uint32_t owner = POISON32, count = POISON32, prev = POISON32, index;
+	int mtx;
+
+	assert_int_equal(ntsync_mutex_create(dev, 0, 1), -EINVAL);
+	mtx = ntsync_mutex_create(dev, 7, 2);
+	assert_true(mtx >= 0);
+	assert_int_equal(ntsync_mutex_read(mtx, &owner, &count), 0);
+	assert_int_equal(owner, 7);
+	assert_int_equal(count, 2);
+	assert_int_equal(ntsync_mutex_unlock(mtx, 8, &prev), -EPERM);
+	assert_int_equal(prev, POISON32);
+	assert_int_equal(ntsync_mutex_unlock(mtx, 7, &prev), 0);
+	assert_int_equal(prev, 2);
+	assert_int_equal(ntsync_mutex_kill(mtx, 8), -EPERM);
+	assert_int_equal(ntsync_mutex_kill(mtx, 7), 0);
+
+	owner = count = POISON32;
+	assert_int_equal(ntsync_mutex_read(mtx, &owner, &count), -EOWNERDEAD);
+	assert_int_equal(owner, 0);
+	assert_int_equal(count, 0);
+
+	/* acquiring the abandoned mutex: -EOWNERDEAD with a valid index */
+	index = POISON32;
+	assert_int_equal(ntsync_wait_any(dev, &mtx, 1, 9, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), &index),
+			 -EOWNERDEAD);
+	assert_int_equal(index, 0);
+	assert_int_equal(ntsync_mutex_read(mtx, &owner, &count), 0);
+	assert_int_equal(owner, 9);
+	assert_int_equal(count, 1);
+	assert_int_equal(close(mtx), 0);
+}
+
+static void event(void **state)
+{
+	struct ntsync_device *dev = *state;
+	bool manual = false, signaled = true, prev = true;
+	uint32_t index;
+	int ev;
+
+	ev = ntsync_event_create(dev, true, false);
+	assert_true(ev >= 0);
+	assert_int_equal(ntsync_event_read(ev, &manual, &signaled), 0);
+	assert_true(manual);
+	assert_false(signaled);
+	assert_int_equal(ntsync_event_set(ev, &prev), 0);
+	assert_false(prev);
+	assert_int_equal(ntsync_event_set(ev, &prev), 0);
+	assert_true(prev);
+	/* manual-reset: a wait leaves it signalled */
+	assert_int_equal(ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), &index), 0);
+	assert_int_equal(ntsync_event_read(ev, &manual, &signaled), 0);
+	assert_true(signaled);
+	assert_int_equal(ntsync_event_reset(ev, &prev), 0);
+	assert_true(prev);
+	assert_int_equal(ntsync_event_pulse(ev, &prev), 0);
+	assert_false(prev);
+	assert_int_equal(ntsync_event_read(ev, &manual, &signaled), 0);
+	assert_false(signaled);
+	assert_int_equal(close(ev), 0);
+
+	ev = ntsync_event_create(dev, false, true);
+	assert_true(ev >= 0);
+	assert_int_equal(ntsync_event_read(ev, &manual, &signaled), 0);
+	assert_false(manual);
+	assert_true(signaled);
+	/* auto-reset: a wait consumes the signal */
+	assert_int_equal(ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), &index), 0);
+	assert_int_equal(ntsync_event_read(ev, &manual, &signaled), 0);
+	assert_false(signaled);
+	assert_int_equal(close(ev), 0);
+}
+
+static void wait_all_and_alert(void **state)
+{
+	struct ntsync_device *dev = *state;
+	uint32_t index = POISON32, count, max;
+	int objs[2], alert;
+
+	objs[0] = ntsync_sem_create(dev, 1, 1);
+	objs[1] = ntsync_event_create(dev, false, false);
+	alert = ntsync_event_create(dev, true, false);
+	assert_true(objs[0] >= 0 && objs[1] >= 0 && alert >= 0);
+
+	/* not all signalled: a poll times out and changes nothing */
+	assert_int_equal(ntsync_wait_all(dev, objs, 2, 1, alert,
+					 ntsync_timeout_relative(0), &index),
+			 -ETIMEDOUT);
+	assert_int_equal(index, POISON32);
+	assert_int_equal(ntsync_sem_read(objs[0], &count, &max), 0);
+	assert_int_equal(count, 1);
+
+	/* the alert ends it with index == count */
+	assert_int_equal(ntsync_event_set(alert, NULL), 0);
+	assert_int_equal(ntsync_wait_all(dev, objs, 2, 1, alert,
+					 ntsync_timeout_relative(0), &index), 0);
+	assert_int_equal(index, 2);
+	assert_int_equal(ntsync_sem_read(objs[0], &count, &max), 0);
+	assert_int_equal(count, 1);
+	assert_int_equal(ntsync_event_reset(alert, NULL), 0);
+
+	/* all signalled: both acquired, index 0 */
+	assert_int_equal(ntsync_event_set(objs[1], NULL), 0);
+	index = POISON32;
+	assert_int_equal(ntsync_wait_all(dev, objs, 2, 1, alert,
+					 ntsync_timeout_relative(0), &index), 0);
+	assert_int_equal(index, 0);
+	assert_int_equal(ntsync_sem_read(objs[0], &count, &max), 0);
+	assert_int_equal(count, 0);
+
+	close(objs[0]);
+	close(objs[1]);
+	close(alert);
+}
+
+static uint64_t realtime_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void timeouts(void **state)
+{
+	struct ntsync_device *dev = *state;
+	int ev = ntsync_event_create(dev, false, false);
+
+	assert_true(ev >= 0);
+	assert_int_equal(ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(1000000), NULL),
+			 -ETIMEDOUT);
+	assert_int_equal(ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_monotonic(0), NULL),
+			 -ETIMEDOUT);
+	assert_int_equal(ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_realtime(realtime_now()),
+					 NULL),
+			 -ETIMEDOUT);
+	/* no objects at all: only the time-out ends it */
+	assert_int_equal(ntsync_wait_any(dev, NULL, 0, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), NULL),
+			 -ETIMEDOUT);
+	close(ev);
+}
+
+struct waiter {
+	struct ntsync_device *dev;
+	int obj;
+	int ret;
+	uint32_t index;
+};
+
+static void *waiter_main(void *p)
+{
+	struct waiter *w = p;
+
+	w->ret = ntsync_wait_any(w->dev, &w->obj, 1, 1, NTSYNC_NO_ALERT,
+				 ntsync_timeout_relative(WAKE_BOUND_NS),
+				 &w->index);
+	return NULL;
+}
+
+/* A sleeping waiter is woken by a set from another thread. */
+static void wake_from_other_thread(void **state)
+{
+	struct waiter w = { *state, -1, -1, POISON32 };
+	pthread_t t;
+
+	w.obj = ntsync_event_create(w.dev, false, false);
+	assert_true(w.obj >= 0);
+	assert_int_equal(pthread_create(&t, NULL, waiter_main, &w), 0);
+	assert_int_equal(ntsync_event_set(w.obj, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(w.index, 0);
+	close(w.obj);
+}
+
+/* Objects outlive the handle; another instance refuses them in waits. */
+static void objects_outlive_handle(void **state)
+{
+	struct ntsync_device *a, *b;
+	uint32_t count, max;
+	int sem;
+
+	(void)state;
+	assert_int_equal(ntsync_open(device_path(), &a), 0);
+	assert_int_equal(ntsync_open(device_path(), &b), 0);
+	sem = ntsync_sem_create(a, 1, 2);
+	assert_true(sem >= 0);
+	assert_int_equal(ntsync_wait_any(b, &sem, 1, 1, NTSYNC_NO_ALERT,
+					 ntsync_timeout_relative(0), NULL),
+			 -EINVAL);
+	ntsync_close(a);
+	assert_int_equal(ntsync_sem_release(sem, 1, NULL), 0);
+	assert_int_equal(ntsync_sem_read(sem, &count, &max), 0);
+	assert_int_equal(count, 2);
+	assert_int_equal(max, 2);
+	ntsync_close(b);
+	close(sem);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(semaphore, setup, teardown),
+		cmocka_unit_test_setup_teardown(mutex, setup, teardown),
+		cmocka_unit_test_setup_teardown(event, setup, teardown),
+		cmocka_unit_test_setup_teardown(wait_all_and_alert, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(wake_from_other_thread, setup, teardown),
+		cmocka_unit_test(objects_outlive_handle),
+	};
+
+	if (access(device_path(), F_OK) != 0) {
+		printf("SKIP: %s does not exist (ntsync driver not loaded)\n",
+		       device_path());
+		return 77;
+	}
+	return cmocka_run_group_tests_name("libntsync-device", tests, NULL,
+					   NULL);
+}
