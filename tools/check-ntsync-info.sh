@@ -1,0 +1,147 @@
+#!/bin/sh
+# Host tests of ntsync-info: options and exit codes, the verdict for a
+# missing node and for a node that is not ntsync, --json, and the driver
+# detection against fake /sys trees (NTSYNC_INFO_SYSROOT).
+# Usage: check-ntsync-info.sh PATH/TO/ntsync-info [--device-only]
+set -eu
+
+if [ $# -lt 1 ] || [ ! -x "$1" ]; then
+	echo "usage: $0 PATH/TO/ntsync-info [--device-only] (normally run by meson test)" >&2
+	exit 2
+fi
+info=$1
+
+if [ "${2:-}" = "--device-only" ]; then
+	if [ ! -e /dev/ntsync ]; then
+		echo "SKIP: /dev/ntsync does not exist"
+		exit 77
+	fi
+	"$info"
+	exit $?
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+
+# expect_rc WANT DESCRIPTION CMD...: run CMD, stdout to $tmp/out
+expect_rc() {
+	want=$1
+	what=$2
+	shift 2
+	set +e
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+	if [ "$rc" -eq "$want" ]; then
+		ok "$what (exit $rc)"
+	else
+		bad "$what: exit $rc, expected $want"
+		sed 's/^/# /' "$tmp/out" "$tmp/err"
+	fi
+}
+
+# JSON field by a jq path, with python3 as the fallback reader.
+json_get() {
+	if command -v jq >/dev/null 2>&1; then
+		jq -r "$1" "$tmp/out"
+	elif command -v python3 >/dev/null 2>&1; then
+		python3 -c '
+import json, sys
+v = json.load(open(sys.argv[2]))
+for k in sys.argv[1].lstrip(".").split("."):
+    v = v[k]
+print("null" if v is None else (str(v).lower() if isinstance(v, bool) else v))
+' "$1" "$tmp/out"
+	else
+		echo "no-json-reader"
+	fi
+}
+
+expect_json() {
+	got=$(json_get "$1") || got="(invalid JSON)"
+	if [ "$got" = "no-json-reader" ]; then
+		echo "# neither jq nor python3: $1 not checked"
+	elif [ "$got" = "$2" ]; then
+		ok "json $1 = $2"
+	else
+		bad "json $1 = '$got', expected '$2'"
+		sed 's/^/# /' "$tmp/out"
+	fi
+}
+
+expect_rc 0 "--help" "$info" --help
+expect_rc 0 "--version" "$info" --version
+expect_rc 2 "unknown option" "$info" --bogus
+expect_rc 2 "stray argument" "$info" extra
+expect_rc 2 "empty --device" "$info" --device ""
+
+expect_rc 1 "missing node" "$info" --device "$tmp/no-such-node"
+if grep -q '^verdict: NOT WORKING: .*does not exist' "$tmp/out"; then
+	ok "missing node: verdict names the problem"
+else
+	bad "missing node: no clear verdict line"
+fi
+if grep -q '^hint: ' "$tmp/out"; then
+	ok "missing node: a hint says what to do"
+else
+	bad "missing node: no hint"
+fi
+
+expect_rc 1 "missing node, --json" "$info" --json --device "$tmp/no-such-node"
+expect_json .working false
+expect_json .device.exists false
+expect_json .passed 0
+
+# /dev/null opens but is no ntsync device: every live check must fail.
+expect_rc 1 "/dev/null is not ntsync" "$info" --json --device /dev/null
+expect_json .device.char_device true
+expect_json .device.openable true
+expect_json .passed 0
+
+# a regular file is refused before any check
+: >"$tmp/regular"
+expect_rc 1 "regular file" "$info" --device "$tmp/regular"
+if grep -q 'not a character device' "$tmp/out"; then
+	ok "regular file: verdict"
+else
+	bad "regular file: verdict does not say 'not a character device'"
+fi
+
+# Driver detection from fake trees.
+rel=$(uname -r)
+mkdir -p "$tmp/oot/sys/module/ntsync" "$tmp/oot/lib/modules/$rel/updates/dkms"
+echo 1.0.0 >"$tmp/oot/sys/module/ntsync/version"
+echo ABCDEF0123456789 >"$tmp/oot/sys/module/ntsync/srcversion"
+echo OE >"$tmp/oot/sys/module/ntsync/taint"
+: >"$tmp/oot/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
+expect_rc 1 "fake out-of-tree module" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.kind out-of-tree
+expect_json .driver.version 1.0.0
+expect_json .driver.out_of_tree true
+expect_json .driver.dkms_file "/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
+
+mkdir -p "$tmp/intree/sys/module/ntsync" "$tmp/intree/lib/modules/$rel/kernel/drivers/misc"
+echo 0123456789ABCDEF >"$tmp/intree/sys/module/ntsync/srcversion"
+: >"$tmp/intree/sys/module/ntsync/taint"
+: >"$tmp/intree/lib/modules/$rel/kernel/drivers/misc/ntsync.ko.xz"
+expect_rc 1 "fake in-tree module" env NTSYNC_INFO_SYSROOT="$tmp/intree" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.kind in-tree
+expect_json .driver.version null
+expect_json .driver.in_tree_file "/lib/modules/$rel/kernel/drivers/misc/ntsync.ko.xz"
+
+mkdir -p "$tmp/builtin/proc"
+printf '125 ntsync\n237 loop-control\n' >"$tmp/builtin/proc/misc"
+expect_rc 1 "fake built-in driver" env NTSYNC_INFO_SYSROOT="$tmp/builtin" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.kind built-in
+
+mkdir -p "$tmp/none"
+expect_rc 1 "no driver" env NTSYNC_INFO_SYSROOT="$tmp/none" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.kind none
+
+echo "1..$n"
+exit $fail

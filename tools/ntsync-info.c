@@ -1,0 +1,969 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ntsync-info: is ntsync working on this machine?
+ *
+ * Reports whether /dev/ntsync exists and can be opened by the calling user,
+ * which driver serves it (this project's out-of-tree module and its
+ * version, or the kernel's own), the kernel version, and runs a quick live
+ * check of every operation through libntsync.  Ends with a verdict line.
+ *
+ * Exit status: 0 working, 1 not working, 2 usage error.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ntsync.h>
+
+#ifndef NTSYNC_INFO_VERSION
+#error "NTSYNC_INFO_VERSION must be defined by the build"
+#endif
+
+#define EXIT_WORKING 0
+#define EXIT_NOT_WORKING 1
+#define EXIT_USAGE 2
+
+/* Upper bound for the checks that wait for a wake-up: a broken driver makes
+ * a check fail, never hang the tool. */
+#define WAKE_BOUND_NS UINT64_C(5000000000)
+
+#define TEXT 256
+
+enum result { PASS, FAIL, SKIP };
+
+struct check {
+	const char *name;
+	enum result result;
+	char detail[TEXT];
+};
+
+#define MAX_CHECKS 32
+
+static struct {
+	/* environment */
+	const char *root;	/* prefix for /sys, /proc, /lib/modules (tests) */
+	struct utsname uts;
+
+	/* device node */
+	const char *path;
+	bool exists;
+	bool chardev;
+	unsigned int major, minor;
+	unsigned int mode;
+	int stat_errno;
+	bool openable;
+	int open_err;
+	bool misc_registered;	/* "ntsync" in /proc/misc */
+
+	/* driver */
+	bool module_loaded;	/* /sys/module/ntsync exists */
+	char mod_version[64];
+	char mod_srcversion[64];
+	char mod_taint[32];
+	char mod_initstate[32];
+	bool out_of_tree;
+	char dkms_file[TEXT];
+	char intree_file[TEXT];
+	const char *driver_kind;
+	char driver_text[TEXT * 2];
+
+	/* live checks */
+	struct check checks[MAX_CHECKS];
+	int nchecks, passed, failed, skipped;
+
+	bool working;
+	char verdict[TEXT * 2];
+	char hint[TEXT * 2];
+} info;
+
+/* ---- small helpers ---- */
+
+static void fmt(char *buf, size_t len, const char *f, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, len, f, ap);
+	va_end(ap);
+}
+
+static void rooted(char *buf, size_t len, const char *path)
+{
+	fmt(buf, len, "%s%s", info.root, path);
+}
+
+/* Read the first line of a small file; false if it cannot be read. */
+static bool read_line(const char *path, char *buf, size_t len)
+{
+	char full[TEXT * 2];
+	FILE *f;
+
+	rooted(full, sizeof(full), path);
+	f = fopen(full, "re");
+	if (!f)
+		return false;
+	if (!fgets(buf, (int)len, f)) {
+		buf[0] = '\0';
+		fclose(f);
+		return true;	/* exists, empty (a taint file with no flags) */
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+static bool path_exists(const char *path)
+{
+	char full[TEXT * 2];
+
+	rooted(full, sizeof(full), path);
+	return access(full, F_OK) == 0;
+}
+
+/* First file matching pattern (under root), without the root prefix. */
+static bool find_file(const char *pattern, char *out, size_t len)
+{
+	char full[TEXT * 2];
+	glob_t g;
+	bool found = false;
+
+	rooted(full, sizeof(full), pattern);
+	if (glob(full, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		fmt(out, len, "%s", g.gl_pathv[0] + strlen(info.root));
+		found = true;
+	}
+	globfree(&g);
+	return found;
+}
+
+static bool misc_has_ntsync(void)
+{
+	char full[TEXT * 2], line[TEXT];
+	bool found = false;
+	FILE *f;
+
+	rooted(full, sizeof(full), "/proc/misc");
+	f = fopen(full, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char name[TEXT];
+		unsigned int minor;
+
+		if (sscanf(line, "%u %255s", &minor, name) == 2 &&
+		    strcmp(name, "ntsync") == 0)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Kernel release as major*1000+minor, e.g. 6012 for 6.12.x. */
+static int kernel_level(void)
+{
+	unsigned int maj = 0, min = 0;
+
+	if (sscanf(info.uts.release, "%u.%u", &maj, &min) != 2)
+		return 0;
+	return (int)(maj * 1000 + min);
+}
+
+/* ---- the node and the driver ---- */
+
+static void probe_device(void)
+{
+	struct ntsync_device *dev;
+	struct stat st;
+
+	if (stat(info.path, &st) == 0) {
+		info.exists = true;
+		info.chardev = S_ISCHR(st.st_mode);
+		info.major = major(st.st_rdev);
+		info.minor = minor(st.st_rdev);
+		info.mode = st.st_mode & 07777;
+	} else {
+		info.stat_errno = errno;
+	}
+
+	info.open_err = ntsync_open(info.path, &dev);
+	if (info.open_err == 0) {
+		info.openable = true;
+		ntsync_close(dev);
+	}
+	info.misc_registered = misc_has_ntsync();
+}
+
+static void probe_driver(void)
+{
+	char pattern[TEXT * 2];
+
+	info.module_loaded = path_exists("/sys/module/ntsync");
+	if (info.module_loaded) {
+		read_line("/sys/module/ntsync/version", info.mod_version,
+			  sizeof(info.mod_version));
+		read_line("/sys/module/ntsync/srcversion",
+			  info.mod_srcversion, sizeof(info.mod_srcversion));
+		read_line("/sys/module/ntsync/taint", info.mod_taint,
+			  sizeof(info.mod_taint));
+		read_line("/sys/module/ntsync/initstate", info.mod_initstate,
+			  sizeof(info.mod_initstate));
+		info.out_of_tree = strchr(info.mod_taint, 'O') != NULL;
+	}
+
+	fmt(pattern, sizeof(pattern), "/lib/modules/%s/updates/dkms/ntsync.ko*",
+	    info.uts.release);
+	find_file(pattern, info.dkms_file, sizeof(info.dkms_file));
+	fmt(pattern, sizeof(pattern),
+	    "/lib/modules/%s/kernel/drivers/misc/ntsync.ko*",
+	    info.uts.release);
+	find_file(pattern, info.intree_file, sizeof(info.intree_file));
+
+	if (info.module_loaded && info.out_of_tree) {
+		info.driver_kind = "out-of-tree";
+		fmt(info.driver_text, sizeof(info.driver_text),
+		    "ntsync %s, this project's out-of-tree module%s%s%s",
+		    info.mod_version[0] ? info.mod_version : "(no version)",
+		    info.dkms_file[0] ? " (DKMS: " : "",
+		    info.dkms_file, info.dkms_file[0] ? ")" : "");
+	} else if (info.module_loaded && info.mod_srcversion[0]) {
+		info.driver_kind = "in-tree";
+		fmt(info.driver_text, sizeof(info.driver_text),
+		    "the kernel's in-tree ntsync module%s%s%s",
+		    info.intree_file[0] ? " (" : "", info.intree_file,
+		    info.intree_file[0] ? ")" : "");
+	} else if (info.module_loaded || info.misc_registered) {
+		/* Built-in drivers have no srcversion or taint file. */
+		info.driver_kind = "built-in";
+		fmt(info.driver_text, sizeof(info.driver_text),
+		    "the kernel's ntsync driver, built into the kernel");
+	} else if (info.exists) {
+		info.driver_kind = "unknown";
+		fmt(info.driver_text, sizeof(info.driver_text),
+		    "unknown: %s exists but no ntsync driver is registered",
+		    info.path);
+	} else {
+		info.driver_kind = "none";
+		fmt(info.driver_text, sizeof(info.driver_text),
+		    "none loaded");
+	}
+}
+
+/* ---- live checks ---- */
+
+static struct check *check_begin(const char *name)
+{
+	struct check *c = &info.checks[info.nchecks++];
+
+	c->name = name;
+	c->result = PASS;
+	c->detail[0] = '\0';
+	return c;
+}
+
+static bool check_fail(struct check *c, const char *f, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Record the first failure of a check; returns false for "if (!ok) return". */
+static bool check_fail(struct check *c, const char *f, ...)
+{
+	va_list ap;
+
+	if (c->result == FAIL)
+		return false;
+	c->result = FAIL;
+	va_start(ap, f);
+	vsnprintf(c->detail, sizeof(c->detail), f, ap);
+	va_end(ap);
+	return false;
+}
+
+static void check_skip(struct check *c, const char *why)
+{
+	c->result = SKIP;
+	fmt(c->detail, sizeof(c->detail), "%s", why);
+}
+
+static const char *err_name(int neg)
+{
+	static char buf[64];
+
+	switch (-neg) {
+	case 0: return "0";
+	case EINVAL: return "-EINVAL";
+	case EPERM: return "-EPERM";
+	case EOVERFLOW: return "-EOVERFLOW";
+	case EOWNERDEAD: return "-EOWNERDEAD";
+	case ETIMEDOUT: return "-ETIMEDOUT";
+	case EINTR: return "-EINTR";
+	case ENOTTY: return "-ENOTTY";
+	case EBADF: return "-EBADF";
+	case ENOMEM: return "-ENOMEM";
+	case EMFILE: return "-EMFILE";
+	case EFAULT: return "-EFAULT";
+	case ENOENT: return "-ENOENT";
+	case EACCES: return "-EACCES";
+	default:
+		if (neg < 0)
+			fmt(buf, sizeof(buf), "-%d (%s)", -neg, strerror(-neg));
+		else
+			fmt(buf, sizeof(buf), "%d", neg);
+		return buf;
+	}
+}
+
+/* ret must equal want, else the check fails naming the call. */
+#define EXPECT(c, call, want) ({					\
+	int ret_ = (call);						\
+	ret_ == (want) ? true :						\
+		check_fail((c), "%s returned %s, expected %s", #call,	\
+			   err_name(ret_), err_name(want));		\
+})
+
+#define EXPECT_VAL(c, what, got, want) ({				\
+	unsigned long long got_ = (got), want_ = (want);		\
+	got_ == want_ ? true :						\
+		check_fail((c), "%s is %llu, expected %llu", (what),	\
+			   got_, want_);				\
+})
+
+#define EXPECT_FD(c, fd, call) ({					\
+	(fd) = (call);							\
+	(fd) >= 0 ? true :						\
+		check_fail((c), "%s returned %s", #call, err_name(fd));	\
+})
+
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static struct ntsync_timeout poll_now(void)
+{
+	return ntsync_timeout_relative(0);
+}
+
+static void check_semaphore(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("semaphore");
+	uint32_t prev = 0, count = 0, max = 0, index = 99;
+	int sem = -1;
+
+	if (!EXPECT(c, ntsync_sem_create(dev, 2, 1), -EINVAL) ||
+	    !EXPECT_FD(c, sem, ntsync_sem_create(dev, 1, 3)) ||
+	    !EXPECT(c, ntsync_sem_release(sem, 1, &prev), 0) ||
+	    !EXPECT_VAL(c, "previous count", prev, 1) ||
+	    !EXPECT(c, ntsync_sem_release(sem, 2, &prev), -EOVERFLOW) ||
+	    !EXPECT(c, ntsync_sem_read(sem, &count, &max), 0) ||
+	    !EXPECT_VAL(c, "count", count, 2) ||
+	    !EXPECT_VAL(c, "max", max, 3) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &sem, 1, 1, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT_VAL(c, "wait index", index, 0) ||
+	    !EXPECT(c, ntsync_sem_read(sem, &count, &max), 0) ||
+	    !EXPECT_VAL(c, "count after wait", count, 1))
+		goto out;
+	fmt(c->detail, sizeof(c->detail), "create, release, read, acquire");
+out:
+	close_fds(&sem, 1);
+}
+
+static void check_mutex(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("mutex");
+	uint32_t owner = 0, count = 0, prev = 0, index = 99;
+	int mtx = -1;
+
+	if (!EXPECT(c, ntsync_mutex_create(dev, 0, 1), -EINVAL) ||
+	    !EXPECT_FD(c, mtx, ntsync_mutex_create(dev, 5, 2)) ||
+	    !EXPECT(c, ntsync_mutex_read(mtx, &owner, &count), 0) ||
+	    !EXPECT_VAL(c, "owner", owner, 5) ||
+	    !EXPECT_VAL(c, "count", count, 2) ||
+	    !EXPECT(c, ntsync_mutex_unlock(mtx, 6, &prev), -EPERM) ||
+	    !EXPECT(c, ntsync_mutex_unlock(mtx, 5, &prev), 0) ||
+	    !EXPECT_VAL(c, "previous count", prev, 2) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &mtx, 1, 5, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT(c, ntsync_mutex_read(mtx, &owner, &count), 0) ||
+	    !EXPECT_VAL(c, "count after recursive acquire", count, 2) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &mtx, 1, 6, NTSYNC_NO_ALERT,
+				       poll_now(), &index), -ETIMEDOUT))
+		goto out;
+	fmt(c->detail, sizeof(c->detail),
+	    "create, unlock, read, recursive acquire, contention");
+out:
+	close_fds(&mtx, 1);
+}
+
+static void check_mutex_kill(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("mutex-kill");
+	uint32_t owner = 1, count = 1, index = 99;
+	int mtx = -1;
+
+	if (!EXPECT_FD(c, mtx, ntsync_mutex_create(dev, 7, 1)) ||
+	    !EXPECT(c, ntsync_mutex_kill(mtx, 8), -EPERM) ||
+	    !EXPECT(c, ntsync_mutex_kill(mtx, 7), 0) ||
+	    !EXPECT(c, ntsync_mutex_read(mtx, &owner, &count), -EOWNERDEAD) ||
+	    !EXPECT_VAL(c, "owner of abandoned mutex", owner, 0) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &mtx, 1, 9, NTSYNC_NO_ALERT,
+				       poll_now(), &index), -EOWNERDEAD) ||
+	    !EXPECT_VAL(c, "index with -EOWNERDEAD", index, 0) ||
+	    !EXPECT(c, ntsync_mutex_read(mtx, &owner, &count), 0) ||
+	    !EXPECT_VAL(c, "new owner", owner, 9))
+		goto out;
+	fmt(c->detail, sizeof(c->detail),
+	    "kill, abandoned read, acquire with -EOWNERDEAD");
+out:
+	close_fds(&mtx, 1);
+}
+
+static void check_event(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("event");
+	bool prev = true, manual = false, signaled = true;
+	uint32_t index = 99;
+	int ev[2] = { -1, -1 };
+
+	if (!EXPECT_FD(c, ev[0], ntsync_event_create(dev, true, false)) ||
+	    !EXPECT_FD(c, ev[1], ntsync_event_create(dev, false, true)) ||
+	    !EXPECT(c, ntsync_event_read(ev[0], &manual, &signaled), 0) ||
+	    !EXPECT_VAL(c, "manual", manual, 1) ||
+	    !EXPECT_VAL(c, "signaled", signaled, 0) ||
+	    !EXPECT(c, ntsync_event_set(ev[0], &prev), 0) ||
+	    !EXPECT_VAL(c, "state before set", prev, 0) ||
+	    !EXPECT(c, ntsync_event_reset(ev[0], &prev), 0) ||
+	    !EXPECT_VAL(c, "state before reset", prev, 1) ||
+	    !EXPECT(c, ntsync_event_set(ev[0], NULL), 0) ||
+	    !EXPECT(c, ntsync_event_pulse(ev[0], &prev), 0) ||
+	    !EXPECT_VAL(c, "state before pulse", prev, 1) ||
+	    !EXPECT(c, ntsync_event_read(ev[0], &manual, &signaled), 0) ||
+	    !EXPECT_VAL(c, "signaled after pulse", signaled, 0) ||
+	    /* auto-reset: one wait consumes the signal */
+	    !EXPECT(c, ntsync_wait_any(dev, &ev[1], 1, 1, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT(c, ntsync_event_read(ev[1], &manual, &signaled), 0) ||
+	    !EXPECT_VAL(c, "auto-reset manual", manual, 0) ||
+	    !EXPECT_VAL(c, "auto-reset signaled after wait", signaled, 0))
+		goto out;
+	fmt(c->detail, sizeof(c->detail),
+	    "create, set, reset, pulse, read, auto-reset");
+out:
+	close_fds(ev, 2);
+}
+
+static void check_wait_any(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("wait-any");
+	uint32_t index = 99, count = 0, max = 0;
+	int objs[3] = { -1, -1, -1 };
+
+	if (!EXPECT_FD(c, objs[0], ntsync_sem_create(dev, 0, 1)) ||
+	    !EXPECT_FD(c, objs[1], ntsync_event_create(dev, true, false)) ||
+	    !EXPECT_FD(c, objs[2], ntsync_sem_create(dev, 1, 1)) ||
+	    !EXPECT(c, ntsync_wait_any(dev, objs, 3, 1, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT_VAL(c, "index", index, 2) ||
+	    !EXPECT(c, ntsync_event_set(objs[1], NULL), 0) ||
+	    !EXPECT(c, ntsync_sem_release(objs[2], 1, NULL), 0) ||
+	    !EXPECT(c, ntsync_wait_any(dev, objs, 3, 1, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT_VAL(c, "index (lowest signalled)", index, 1) ||
+	    !EXPECT(c, ntsync_sem_read(objs[2], &count, &max), 0) ||
+	    !EXPECT_VAL(c, "untouched semaphore count", count, 1))
+		goto out;
+	fmt(c->detail, sizeof(c->detail), "acquires exactly one, lowest index");
+out:
+	close_fds(objs, 3);
+}
+
+static void check_wait_all(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("wait-all");
+	uint32_t index = 99, count = 0, max = 0, owner = 0;
+	int objs[3] = { -1, -1, -1 };
+
+	if (!EXPECT_FD(c, objs[0], ntsync_sem_create(dev, 1, 2)) ||
+	    !EXPECT_FD(c, objs[1], ntsync_mutex_create(dev, 0, 0)) ||
+	    !EXPECT_FD(c, objs[2], ntsync_event_create(dev, false, false)) ||
+	    !EXPECT(c, ntsync_wait_all(dev, objs, 3, 4, NTSYNC_NO_ALERT,
+				       poll_now(), &index), -ETIMEDOUT) ||
+	    !EXPECT(c, ntsync_sem_read(objs[0], &count, &max), 0) ||
+	    !EXPECT_VAL(c, "semaphore count after failed wait", count, 1) ||
+	    !EXPECT(c, ntsync_event_set(objs[2], NULL), 0) ||
+	    !EXPECT(c, ntsync_wait_all(dev, objs, 3, 4, NTSYNC_NO_ALERT,
+				       poll_now(), &index), 0) ||
+	    !EXPECT_VAL(c, "index", index, 0) ||
+	    !EXPECT(c, ntsync_sem_read(objs[0], &count, &max), 0) ||
+	    !EXPECT_VAL(c, "semaphore count", count, 0) ||
+	    !EXPECT(c, ntsync_mutex_read(objs[1], &owner, &count), 0) ||
+	    !EXPECT_VAL(c, "mutex owner", owner, 4) ||
+	    /* the same object twice is refused in wait-all */
+	    !EXPECT(c, ntsync_wait_all(dev, (int[]){ objs[0], objs[0] }, 2, 4,
+				       NTSYNC_NO_ALERT, poll_now(), &index),
+		    -EINVAL))
+		goto out;
+	fmt(c->detail, sizeof(c->detail),
+	    "all or nothing, acquires all, duplicates refused");
+out:
+	close_fds(objs, 3);
+}
+
+static void check_alert(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("alert");
+	uint32_t index = 99;
+	int ev = -1, alert = -1;
+
+	if (!EXPECT_FD(c, ev, ntsync_event_create(dev, false, false)) ||
+	    !EXPECT_FD(c, alert, ntsync_event_create(dev, true, true)) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &ev, 1, 1, alert, poll_now(),
+				       &index), 0) ||
+	    !EXPECT_VAL(c, "wait-any index", index, 1) ||
+	    !EXPECT(c, ntsync_wait_all(dev, &ev, 1, 1, alert, poll_now(),
+				       &index), 0) ||
+	    !EXPECT_VAL(c, "wait-all index", index, 1))
+		goto out;
+	fmt(c->detail, sizeof(c->detail), "alert ends waits with index == count");
+out:
+	close_fds(&ev, 1);
+	close_fds(&alert, 1);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void check_timeouts(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("timeout");
+	int ev = -1;
+
+	if (!EXPECT_FD(c, ev, ntsync_event_create(dev, false, false)) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+				       ntsync_timeout_relative(1000000), NULL),
+		    -ETIMEDOUT) ||
+	    !EXPECT(c, ntsync_wait_any(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+				       ntsync_timeout_monotonic(
+					       clock_ns(CLOCK_MONOTONIC)),
+				       NULL), -ETIMEDOUT) ||
+	    !EXPECT(c, ntsync_wait_all(dev, &ev, 1, 1, NTSYNC_NO_ALERT,
+				       ntsync_timeout_realtime(
+					       clock_ns(CLOCK_REALTIME) + 1000000),
+				       NULL), -ETIMEDOUT))
+		goto out;
+	fmt(c->detail, sizeof(c->detail),
+	    "relative, absolute MONOTONIC and REALTIME deadlines expire");
+out:
+	close_fds(&ev, 1);
+}
+
+struct waiter {
+	struct ntsync_device *dev;
+	int obj;
+	int ret;
+	uint32_t index;
+	volatile pid_t tid;
+};
+
+static void *waiter_main(void *p)
+{
+	struct waiter *w = p;
+
+	w->tid = (pid_t)syscall(SYS_gettid);
+	w->ret = ntsync_wait_any(w->dev, &w->obj, 1, 1, NTSYNC_NO_ALERT,
+				 ntsync_timeout_relative(WAKE_BOUND_NS),
+				 &w->index);
+	return NULL;
+}
+
+/* Whether thread tid of this process is asleep ('S' in its stat). */
+static bool thread_sleeping(pid_t tid)
+{
+	char path[64], buf[TEXT], *p;
+	FILE *f;
+	bool sleeping = false;
+
+	fmt(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		sleeping = p && p[1] == ' ' && p[2] == 'S';
+	}
+	fclose(f);
+	return sleeping;
+}
+
+static void check_wake(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("wake");
+	struct waiter w = { dev, -1, -1, 99, 0 };
+	struct timespec tick = { 0, 1000000 };
+	bool slept = false;
+	pthread_t t;
+	int i, err;
+
+	if (!EXPECT_FD(c, w.obj, ntsync_event_create(dev, false, false)))
+		return;
+	err = pthread_create(&t, NULL, waiter_main, &w);
+	if (err) {
+		check_skip(c, "cannot create a thread");
+		close(w.obj);
+		return;
+	}
+	/* Let the waiter fall asleep in the driver (bounded, ~2 s). */
+	for (i = 0; i < 2000 && !slept; i++) {
+		if (w.tid && thread_sleeping(w.tid))
+			slept = true;
+		else
+			nanosleep(&tick, NULL);
+	}
+	EXPECT(c, ntsync_event_set(w.obj, NULL), 0);
+	pthread_join(t, NULL);
+	if (EXPECT(c, w.ret, 0) && EXPECT_VAL(c, "index", w.index, 0))
+		fmt(c->detail, sizeof(c->detail), "%s",
+		    slept ? "a sleeping waiter is woken by a set from another thread"
+			  : "waiter woken (it was not seen asleep first)");
+	close(w.obj);
+}
+
+static void check_instances(struct ntsync_device *dev)
+{
+	struct check *c = check_begin("instances");
+	struct ntsync_device *other = NULL;
+	int sem = -1, ret;
+
+	ret = ntsync_open(info.path, &other);
+	if (ret) {
+		check_fail(c, "second open of %s failed: %s", info.path,
+			   err_name(ret));
+		return;
+	}
+	if (EXPECT_FD(c, sem, ntsync_sem_create(dev, 1, 1)) &&
+	    EXPECT(c, ntsync_wait_any(other, &sem, 1, 1, NTSYNC_NO_ALERT,
+				      poll_now(), NULL), -EINVAL))
+		fmt(c->detail, sizeof(c->detail),
+		    "objects of one instance refused by another");
+	close_fds(&sem, 1);
+	ntsync_close(other);
+}
+
+static void run_checks(void)
+{
+	struct ntsync_device *dev;
+	int ret = ntsync_open(info.path, &dev);
+
+	if (ret) {
+		struct check *c = check_begin("open");
+
+		check_fail(c, "%s", strerror(-ret));
+		return;
+	}
+	check_semaphore(dev);
+	check_mutex(dev);
+	check_mutex_kill(dev);
+	check_event(dev);
+	check_wait_any(dev);
+	check_wait_all(dev);
+	check_alert(dev);
+	check_timeouts(dev);
+	check_wake(dev);
+	check_instances(dev);
+	ntsync_close(dev);
+}
+
+/* ---- verdict ---- */
+
+static void decide(void)
+{
+	int level = kernel_level();
+
+	for (int i = 0; i < info.nchecks; i++) {
+		switch (info.checks[i].result) {
+		case PASS: info.passed++; break;
+		case FAIL: info.failed++; break;
+		case SKIP: info.skipped++; break;
+		}
+	}
+
+	if (!info.exists) {
+		fmt(info.verdict, sizeof(info.verdict),
+		    "NOT WORKING: %s does not exist", info.path);
+		if (info.intree_file[0])
+			fmt(info.hint, sizeof(info.hint),
+			    "the kernel's own driver is installed (%s) but not "
+			    "loaded: run 'modprobe ntsync' as root",
+			    info.intree_file);
+		else if (level >= 6014 && !info.dkms_file[0])
+			fmt(info.hint, sizeof(info.hint),
+			    "kernel %s is new enough for the in-tree driver "
+			    "(6.14+) but no ntsync module is installed for it: "
+			    "use a kernel built with CONFIG_NTSYNC", info.uts.release);
+		else if (info.dkms_file[0])
+			fmt(info.hint, sizeof(info.hint),
+			    "the module is installed (%s) but not loaded: "
+			    "run 'modprobe ntsync' as root", info.dkms_file);
+		else
+			fmt(info.hint, sizeof(info.hint),
+			    "install the ntsync-dkms package (it builds the "
+			    "driver for kernel %s), then 'modprobe ntsync'",
+			    info.uts.release);
+	} else if (!info.chardev) {
+		fmt(info.verdict, sizeof(info.verdict),
+		    "NOT WORKING: %s is not a character device", info.path);
+		fmt(info.hint, sizeof(info.hint),
+		    "remove %s and reload the driver", info.path);
+	} else if (!info.openable) {
+		fmt(info.verdict, sizeof(info.verdict),
+		    "NOT WORKING: %s cannot be opened by this user: %s",
+		    info.path, strerror(-info.open_err));
+		fmt(info.hint, sizeof(info.hint),
+		    "the driver creates the node with mode 0666; check udev "
+		    "rules and the node's permissions (mode %04o)", info.mode);
+	} else if (info.failed) {
+		fmt(info.verdict, sizeof(info.verdict),
+		    "NOT WORKING: %d of %d live checks failed (driver: %s)",
+		    info.failed, info.nchecks, info.driver_text);
+		fmt(info.hint, sizeof(info.hint),
+		    "the driver behind %s does not behave like ntsync; see the "
+		    "failed checks above", info.path);
+	} else {
+		info.working = true;
+		fmt(info.verdict, sizeof(info.verdict),
+		    "WORKING: %s works, %d of %d live checks passed (driver: %s)",
+		    info.path, info.passed, info.nchecks, info.driver_text);
+	}
+}
+
+/* ---- output ---- */
+
+static const char *result_name(enum result r)
+{
+	return r == PASS ? "pass" : r == FAIL ? "fail" : "skip";
+}
+
+static void print_text(void)
+{
+	printf("ntsync-info %s (libntsync %s)\n", NTSYNC_INFO_VERSION,
+	       ntsync_version());
+	printf("kernel:  %s %s %s\n", info.uts.sysname, info.uts.release,
+	       info.uts.machine);
+	if (info.exists)
+		printf("device:  %s: %s %u:%u, mode %04o\n", info.path,
+		       info.chardev ? "character device" : "NOT a character device",
+		       info.major, info.minor, info.mode);
+	else
+		printf("device:  %s: missing (%s)\n", info.path,
+		       strerror(info.stat_errno));
+	if (info.exists)
+		printf("open:    %s\n", info.openable ? "yes, by this user" :
+		       strerror(-info.open_err));
+	printf("driver:  %s\n", info.driver_text);
+	if (info.module_loaded)
+		printf("module:  version %s, srcversion %s, taint '%s'%s%s\n",
+		       info.mod_version[0] ? info.mod_version : "-",
+		       info.mod_srcversion[0] ? info.mod_srcversion : "-",
+		       info.mod_taint,
+		       info.mod_initstate[0] ? ", " : "", info.mod_initstate);
+	if (info.nchecks) {
+		printf("checks:\n");
+		for (int i = 0; i < info.nchecks; i++)
+			printf("  %-4s  %-11s %s\n",
+			       result_name(info.checks[i].result),
+			       info.checks[i].name, info.checks[i].detail);
+	}
+	if (info.hint[0])
+		printf("hint:    %s\n", info.hint);
+	printf("verdict: %s\n", info.verdict);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", stdout);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void json_str_or_null(const char *s)
+{
+	if (s && *s)
+		json_str(s);
+	else
+		fputs("null", stdout);
+}
+
+static void print_json(void)
+{
+	printf("{\n  \"tool_version\": ");
+	json_str(NTSYNC_INFO_VERSION);
+	printf(",\n  \"library_version\": ");
+	json_str(ntsync_version());
+	printf(",\n  \"kernel\": {\"sysname\": ");
+	json_str(info.uts.sysname);
+	printf(", \"release\": ");
+	json_str(info.uts.release);
+	printf(", \"version\": ");
+	json_str(info.uts.version);
+	printf(", \"machine\": ");
+	json_str(info.uts.machine);
+	printf("},\n  \"device\": {\"path\": ");
+	json_str(info.path);
+	printf(", \"exists\": %s, \"char_device\": %s", info.exists ? "true" : "false",
+	       info.chardev ? "true" : "false");
+	if (info.exists)
+		printf(", \"major\": %u, \"minor\": %u, \"mode\": \"%04o\"",
+		       info.major, info.minor, info.mode);
+	printf(", \"openable\": %s, \"open_error\": ",
+	       info.openable ? "true" : "false");
+	json_str_or_null(info.openable ? NULL : strerror(-info.open_err));
+	printf("},\n  \"driver\": {\"kind\": ");
+	json_str(info.driver_kind);
+	printf(", \"description\": ");
+	json_str(info.driver_text);
+	printf(", \"module_loaded\": %s, \"version\": ",
+	       info.module_loaded ? "true" : "false");
+	json_str_or_null(info.mod_version);
+	printf(", \"srcversion\": ");
+	json_str_or_null(info.mod_srcversion);
+	printf(", \"taint\": ");
+	json_str_or_null(info.module_loaded ? info.mod_taint : NULL);
+	printf(", \"out_of_tree\": %s, \"dkms_file\": ",
+	       info.out_of_tree ? "true" : "false");
+	json_str_or_null(info.dkms_file);
+	printf(", \"in_tree_file\": ");
+	json_str_or_null(info.intree_file);
+	printf("},\n  \"checks\": [");
+	for (int i = 0; i < info.nchecks; i++) {
+		printf("%s\n    {\"name\": ", i ? "," : "");
+		json_str(info.checks[i].name);
+		printf(", \"result\": ");
+		json_str(result_name(info.checks[i].result));
+		printf(", \"detail\": ");
+		json_str(info.checks[i].detail);
+		printf("}");
+	}
+	printf("%s],\n", info.nchecks ? "\n  " : "");
+	printf("  \"passed\": %d, \"failed\": %d, \"skipped\": %d,\n",
+	       info.passed, info.failed, info.skipped);
+	printf("  \"working\": %s,\n  \"verdict\": ",
+	       info.working ? "true" : "false");
+	json_str(info.verdict);
+	printf(",\n  \"hint\": ");
+	json_str_or_null(info.hint);
+	printf("\n}\n");
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: ntsync-info [--json] [--device PATH]\n"
+		"Tell whether ntsync (/dev/ntsync) works on this machine.\n"
+		"\n"
+		"  -j, --json         machine-readable output\n"
+		"  -d, --device PATH  check PATH instead of " NTSYNC_DEFAULT_PATH "\n"
+		"  -h, --help         show this help\n"
+		"  -V, --version      show the version\n"
+		"\n"
+		"Exit status: 0 working, 1 not working, 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false;
+	int opt;
+
+	info.path = NTSYNC_DEFAULT_PATH;
+	while ((opt = getopt_long(argc, argv, "jd:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			json = true;
+			break;
+		case 'd':
+			if (!*optarg) {
+				fprintf(stderr, "ntsync-info: --device needs a "
+					"path, e.g. --device /dev/ntsync\n");
+				return EXIT_USAGE;
+			}
+			info.path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ntsync-info %s (libntsync %s)\n",
+			       NTSYNC_INFO_VERSION, ntsync_version());
+			return 0;
+		default:
+			fprintf(stderr, "ntsync-info: see 'ntsync-info --help' "
+				"for the options\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ntsync-info: unexpected argument '%s'; "
+			"use --device PATH to check another node\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+
+	info.root = getenv("NTSYNC_INFO_SYSROOT");
+	if (!info.root)
+		info.root = "";
+	if (uname(&info.uts) != 0)
+		memset(&info.uts, 0, sizeof(info.uts));
+
+	probe_device();
+	probe_driver();
+	if (info.exists && info.chardev && info.openable)
+		run_checks();
+	decide();
+
+	if (json)
+		print_json();
+	else
+		print_text();
+	return info.working ? EXIT_WORKING : EXIT_NOT_WORKING;
+}
