@@ -177,6 +177,15 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
 	return ret;
 }
 
+int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
 uint64_t now_ns(clockid_t clock)
 {
 	struct timespec ts;

@@ -133,6 +133,9 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
 	assert_int_equal(s_, (uint32_t)(sig));				\
 } while (0)
 
+/* The descriptor number the next open() would get. */
+int lowest_free_fd(void);
+
 /* Clocks. */
 uint64_t now_ns(clockid_t clock);
 uint64_t mono_in_ms(unsigned int ms);	/* absolute MONOTONIC deadline */
