@@ -1,0 +1,161 @@
+#!/bin/bash
+# Runs inside the guest, started by cloud-init's runcmd from the NoCloud seed.
+# The host hands over a tar on the virtio disk with serial "ntsync-in" (this script, job.env,
+# debs/, src/, share/); results go back as a tar written raw to the disk "ntsync-out".
+# Progress goes to the serial console as "##ntsync## ..." lines, which the host watches.
+set -uo pipefail
+
+IN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=/var/tmp/ntsync-out
+# shellcheck source=/dev/null
+. "$IN/job.env"
+: "${JOB:?}" "${DRIVER:=ours}" "${NET:=0}" "${VERSION:?}" "${MODE:=debs}"
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+if [ -w /dev/ttyS0 ]; then exec 3>/dev/ttyS0; else exec 3>/dev/console; fi
+exec >>"$OUT/guest.log" 2>&1
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+mark() { echo "##ntsync## $*" >&3; echo "##ntsync## $*"; }
+say() { echo "$*" >&3; echo "$*"; }
+kmsg() { echo "ntsync-vm: $*" >/dev/kmsg 2>/dev/null || true; }
+# Run a command, its output both in a log file and on the console.
+shown() {
+	local logf=$1
+	shift
+	"$@" 2>&1 | tee -a "$logf" >&3
+	return "${PIPESTATUS[0]}"
+}
+
+JOB_RC=0
+LOADED_BY=""
+
+finish() {
+	local rc=$1
+	mark stage unload
+	local unload_rc=0
+	if [ -e /sys/module/ntsync ]; then
+		if modprobe -r ntsync; then unload_rc=0; else unload_rc=$?; fi
+		if [ "$unload_rc" -ne 0 ]; then
+			say "modprobe -r ntsync failed (rc $unload_rc); users: $(cat /sys/module/ntsync/refcnt 2>/dev/null)"
+		fi
+	else
+		say "ntsync module not loaded at the end (nothing to unload)"
+	fi
+	echo "$unload_rc" >"$OUT/unload.rc"
+	mark stage collect
+	kmsg "job $JOB end"
+	cat /proc/sys/kernel/tainted >"$OUT/taint.end"
+	dmesg >"$OUT/dmesg.txt" 2>&1 || true
+	echo "$rc" >"$OUT/job.rc"
+	cp /var/log/cloud-init-output.log "$OUT/" 2>/dev/null || true
+	tar -cf /dev/disk/by-id/virtio-ntsync-out -C "$OUT" . || say "writing results failed"
+	sync
+	mark "done rc=$rc"
+	systemctl poweroff --no-block || poweroff -f
+	exit 0
+}
+
+fail() {
+	say "ntsync-vm guest: $*"
+	echo "$*" >"$OUT/failure"
+	finish 3
+}
+
+kernel_has_in_tree() {
+	# The kernel's own ntsync module, if any (7.x: drivers/misc/ntsync.ko).
+	local f
+	f=$(modinfo -n ntsync 2>/dev/null) || return 1
+	case $f in */kernel/drivers/*) return 0 ;; esac
+	# dkms may have put ours in updates/ and hidden the in-tree one.
+	find "/lib/modules/$(uname -r)/kernel/drivers" -name 'ntsync.ko*' | grep -q .
+}
+
+build_ours_directly() {
+	# For kernels with an in-tree driver DKMS leaves alone: build ours for this kernel by hand.
+	local src=/usr/src/ntsync-$VERSION/module
+	[ -d "$src" ] || src=$IN/src/module
+	rm -rf /var/tmp/ntsync-build
+	cp -a "$src" /var/tmp/ntsync-build
+	if ! shown "$OUT/build.log" make -C /var/tmp/ntsync-build KDIR="/lib/modules/$(uname -r)/build"; then
+		return 1
+	fi
+	OURS_KO=/var/tmp/ntsync-build/ntsync.ko
+}
+
+load_driver() {
+	# $1 = ours | in-tree.  Leaves exactly that driver loaded.
+	local want=$1
+	if [ -e /sys/module/ntsync ]; then
+		modprobe -r ntsync || return 1
+	fi
+	if [ "$want" = in-tree ]; then
+		local f
+		f=$(find "/lib/modules/$(uname -r)/kernel/drivers" -name 'ntsync.ko*' | head -n1)
+		[ -n "$f" ] || { say "this kernel has no in-tree ntsync module"; return 1; }
+		insmod "$f" || return 1
+		LOADED_BY="in-tree $f"
+	else
+		local f
+		f=$(modinfo -n ntsync 2>/dev/null || true)
+		case $f in
+		*/updates/* | */extra/*)
+			modprobe ntsync || return 1
+			LOADED_BY="ours (dkms) $f"
+			;;
+		*)
+			build_ours_directly || return 1
+			insmod "$OURS_KO" || return 1
+			LOADED_BY="ours (built here) $OURS_KO"
+			;;
+		esac
+	fi
+	udevadm settle || true
+	say "driver: $LOADED_BY; $(ls -l /dev/ntsync 2>&1)"
+	say "driver version: $(cat /sys/module/ntsync/version 2>/dev/null || echo '(none: in-tree)') srcversion $(cat /sys/module/ntsync/srcversion 2>/dev/null)"
+}
+
+# ------------------------------------------------------------------------------------ start
+mark "stage start kernel=$(uname -r)"
+kmsg "job $JOB start"
+uname -r >"$OUT/uname"
+cat /proc/sys/kernel/tainted >"$OUT/taint.start"
+cp "$IN/job.env" "$OUT/"
+
+mark stage install
+if [ "$NET" = 1 ]; then
+	# A user's cloud image: no compiler, no headers. Get them from Debian's archive.
+	say "network install: apt-get update; headers and compiler for $(uname -r)"
+	shown "$OUT/install.log" apt-get update || fail "apt-get update failed (network?)"
+	shown "$OUT/install.log" apt-get install -y "linux-headers-$(uname -r)" dkms gcc make libc6-dev \
+		pkgconf libcmocka0 || fail "installing headers and compiler failed"
+fi
+if [ "$MODE" = debs ]; then
+	cd "$IN/debs" || fail "no debs in the input"
+	say "apt-get install $(echo ./*.deb)"
+	shown "$OUT/install.log" apt-get install -y ./*.deb || fail "apt-get install of our packages failed"
+	cd / || exit 1
+fi
+
+mark stage driver
+case $MODE:$DRIVER in
+debs:ours | src:ours)
+	if [ "$MODE" = debs ] && ! kernel_has_in_tree && [ ! -e /sys/module/ntsync ]; then
+		say "ntsync-dkms installed but the module is not loaded; dkms status:"
+		shown "$OUT/install.log" dkms status
+	fi
+	load_driver ours || fail "loading our ntsync module failed"
+	;;
+*:in-tree)
+	kernel_has_in_tree || fail "--driver in-tree: kernel $(uname -r) has no in-tree ntsync"
+	load_driver in-tree || fail "loading the in-tree ntsync module failed"
+	;;
+*) fail "unknown driver '$DRIVER'" ;;
+esac
+
+mark stage job
+# The job's own commands; each writes job.log and sets JOB_RC.
+# shellcheck source=/dev/null
+. "$IN/job.sh"
+finish "$JOB_RC"
