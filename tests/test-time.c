@@ -1,4 +1,453 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Wait deadlines: absolute on MONOTONIC (in the caller's time namespace)
+ * or REALTIME, past deadlines, U64_MAX, and clock changes.
+ *
+ * Deadlines that must expire are short (SHORT_MS); waits that must be woken
+ * carry a far deadline that is only a hang guard.  No test measures speed:
+ * the only clock checks are "a timed-out wait did not end before its
+ * deadline", which is the meaning of an absolute deadline.
+ */
+
 #include "common.h"
-TEST(placeholder){}
-static const struct CMUnitTest tests[] = { cmocka_unit_test(placeholder) };
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+TEST(past_deadline_times_out_at_once)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	uint32_t index = POISON32;
+	uint64_t past = now_ns(CLOCK_MONOTONIC) - NSEC_PER_SEC;
+
+	CHECK_ERR(wait_any(dev, &sem, 1, 1, 0, &index), ETIMEDOUT);
+	CHECK_ERR(wait_any(dev, &sem, 1, 1, past, &index), ETIMEDOUT);
+	CHECK_ERR(wait_all(dev, &sem, 1, 1, 0, &index), ETIMEDOUT);
+	CHECK_ERR(wait_all(dev, &sem, 1, 1, past, &index), ETIMEDOUT);
+	ASSERT_SEM(sem, 0, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(past_deadline_still_acquires_signaled_objects)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 2, 2);
+	uint32_t index = POISON32;
+
+	assert_int_equal(CHECK_OK(wait_any(dev, &sem, 1, 1, 0, &index)), 0);
+	assert_int_equal(index, 0);
+	index = POISON32;
+	assert_int_equal(CHECK_OK(wait_all(dev, &sem, 1, 1, 1, &index)), 0);
+	assert_int_equal(index, 0);
+	ASSERT_SEM(sem, 0, 2);
+	close(sem);
+	close(dev);
+}
+
+TEST(realtime_past_deadline_times_out_at_once)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	uint64_t past = now_ns(CLOCK_REALTIME) - NSEC_PER_SEC;
+
+	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, 0, NULL), ETIMEDOUT);
+	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
+	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
+	ASSERT_SEM(sem, 0, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(monotonic_deadline_expires_not_before_it)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	uint64_t deadline = mono_in_ms(SHORT_MS);
+
+	CHECK_ERR(wait_any(dev, &sem, 1, 1, deadline, NULL), ETIMEDOUT);
+	assert_true(now_ns(CLOCK_MONOTONIC) >= deadline);
+	deadline = mono_in_ms(SHORT_MS);
+	CHECK_ERR(wait_all(dev, &sem, 1, 1, deadline, NULL), ETIMEDOUT);
+	assert_true(now_ns(CLOCK_MONOTONIC) >= deadline);
+	close(sem);
+	close(dev);
+}
+
+TEST(realtime_deadline_expires_not_before_it)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	uint64_t deadline = rt_in_ms(SHORT_MS);
+
+	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
+	assert_true(now_ns(CLOCK_REALTIME) >= deadline);
+	deadline = rt_in_ms(SHORT_MS);
+	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
+	assert_true(now_ns(CLOCK_REALTIME) >= deadline);
+	close(sem);
+	close(dev);
+}
+
+TEST(realtime_flag_measures_against_realtime_clock)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	/* An hour ahead on MONOTONIC is decades ago on REALTIME. */
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->flags = NTSYNC_WAIT_REALTIME;
+	w->timeout = mono_in_ms(3600 * 1000U);
+	assert_int_equal(waiter_start(w), 0);
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, ETIMEDOUT);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(monotonic_is_the_default_clock)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	/* "Now" on REALTIME is decades ahead on MONOTONIC: the wait sleeps. */
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->timeout = now_ns(CLOCK_REALTIME);
+	START_BLOCKED(w);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	ASSERT_SEM(sem, 0, 1);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+static void u64_max_wait(bool all, uint32_t flags)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, all, &sem, 1, 1);
+	w->flags = flags;
+	w->timeout = UINT64_MAX;
+	START_BLOCKED(w);
+	sleep_ms(SHORT_MS);
+	assert_false(waiter_done(w));
+	CHECK_OK(sem_release(sem, 1, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	ASSERT_SEM(sem, 0, 1);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(u64_max_wait_any_sleeps_until_woken)
+{
+	u64_max_wait(false, 0);
+}
+
+TEST(u64_max_wait_all_sleeps_until_woken)
+{
+	u64_max_wait(true, 0);
+}
+
+TEST(u64_max_realtime_wait_sleeps_until_woken)
+{
+	u64_max_wait(false, NTSYNC_WAIT_REALTIME);
+}
+
+static int shift_realtime(long seconds)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += seconds;
+	return clock_settime(CLOCK_REALTIME, &ts);
+}
+
+TEST(realtime_deadline_follows_clock_settime)
+{
+	int dev, sem, err;
+	struct waiter *w;
+	bool ok;
+
+	if (geteuid() != 0) {
+		print_message("needs root to set CLOCK_REALTIME\n");
+		skip();
+	}
+	dev = DEV_OPEN();
+	sem = NEW_SEM(dev, 0, 1);
+	w = waiters_alloc(1);
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->flags = NTSYNC_WAIT_REALTIME;
+	w->timeout = rt_in_ms(60 * 1000U);
+	START_BLOCKED(w);
+	if (shift_realtime(120)) {
+		err = errno;
+		sem_release(sem, 1, NULL);
+		waiter_join(w);
+		print_message("clock_settime: %s\n", strerror(err));
+		skip();
+	}
+	ok = waiter_join(w);
+	shift_realtime(-120);
+	if (!ok) {
+		print_error("REALTIME wait did not expire when the clock was set past its deadline\n");
+		fail();
+	}
+	ASSERT_WAITER_ERR(w, ETIMEDOUT);
+	ASSERT_SEM(sem, 0, 1);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(monotonic_deadline_ignores_clock_settime)
+{
+	int dev, sem, err;
+	struct waiter *w;
+	bool early;
+
+	if (geteuid() != 0) {
+		print_message("needs root to set CLOCK_REALTIME\n");
+		skip();
+	}
+	dev = DEV_OPEN();
+	sem = NEW_SEM(dev, 0, 1);
+	w = waiters_alloc(1);
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->timeout = mono_in_ms(60 * 1000U);
+	START_BLOCKED(w);
+	if (shift_realtime(120)) {
+		err = errno;
+		sem_release(sem, 1, NULL);
+		waiter_join(w);
+		print_message("clock_settime: %s\n", strerror(err));
+		skip();
+	}
+	sleep_ms(SHORT_MS);
+	early = waiter_done(w);
+	shift_realtime(-120);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	JOIN(w);
+	assert_false(early);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+/*
+ * Time namespaces: a child unshares CLONE_NEWTIME, gives the namespace a
+ * MONOTONIC offset of one day, and a grandchild (the first process inside
+ * it) waits with deadlines read from its own clocks.  A driver that ignores
+ * the namespace sees a deadline one day off: the wait hangs (caught by an
+ * alarm) or, for a past deadline, sleeps instead of returning.
+ */
+enum {
+	NS_PASS = 0,
+	NS_WRONG_ERRNO = 10,
+	NS_EARLY = 11,
+	NS_HUNG = 12,
+	NS_NO_OFFSET = 13,
+	NS_SETUP = 14,
+	NS_SKIP = 77,
+};
+
+#define NS_OFFSET_SEC 86400
+
+enum ns_case { NS_FUTURE, NS_PAST, NS_REALTIME, NS_WOKEN };
+
+static void alarm_handler(int sig)
+{
+	(void)sig;
+}
+
+static int ns_body(int dev, int sem, enum ns_case c, uint64_t parent_mono)
+{
+	struct sigaction sa;
+	uint64_t deadline;
+	uint32_t index = POISON32;
+	int ret;
+
+	if (now_ns(CLOCK_MONOTONIC) < parent_mono + (NS_OFFSET_SEC - 60) * NSEC_PER_SEC)
+		return NS_NO_OFFSET;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = alarm_handler;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(GUARD_MS / 1000);
+
+	switch (c) {
+	case NS_FUTURE:
+		deadline = mono_in_ms(SHORT_MS);
+		ret = wait_any(dev, &sem, 1, 1, deadline, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_HUNG;
+		if (ret != -1 || errno != ETIMEDOUT)
+			return NS_WRONG_ERRNO;
+		if (now_ns(CLOCK_MONOTONIC) < deadline)
+			return NS_EARLY;
+		return NS_PASS;
+	case NS_PAST:
+		deadline = now_ns(CLOCK_MONOTONIC) - NSEC_PER_SEC;
+		ret = wait_any(dev, &sem, 1, 1, deadline, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_HUNG;
+		return ret == -1 && errno == ETIMEDOUT ? NS_PASS : NS_WRONG_ERRNO;
+	case NS_REALTIME:
+		deadline = rt_in_ms(SHORT_MS);
+		ret = wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME,
+				deadline, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_HUNG;
+		if (ret != -1 || errno != ETIMEDOUT)
+			return NS_WRONG_ERRNO;
+		return now_ns(CLOCK_REALTIME) < deadline ? NS_EARLY : NS_PASS;
+	case NS_WOKEN:
+		/* The semaphore is signaled: acquired at once, index 0. */
+		ret = wait_any(dev, &sem, 1, 1, mono_in_ms(GUARD_MS), &index);
+		return ret == 0 && index == 0 ? NS_PASS : NS_WRONG_ERRNO;
+	}
+	return NS_SETUP;
+}
+
+static int run_in_time_namespace(int dev, int sem, enum ns_case c)
+{
+	uint64_t parent_mono = now_ns(CLOCK_MONOTONIC);
+	char line[64];
+	pid_t pid, inner;
+	int status, fd, len;
+
+	pid = fork();
+	if (pid < 0)
+		return NS_SETUP;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWTIME))
+			_exit(errno == EPERM || errno == EINVAL || errno == ENOSYS ?
+			      NS_SKIP : NS_SETUP);
+		fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(NS_SKIP);
+		len = snprintf(line, sizeof(line), "monotonic %d 0\n", NS_OFFSET_SEC);
+		if (write(fd, line, (size_t)len) != len)
+			_exit(NS_SETUP);
+		close(fd);
+		inner = fork();
+		if (inner < 0)
+			_exit(NS_SETUP);
+		if (inner == 0)
+			_exit(ns_body(dev, sem, c, parent_mono));
+		while (waitpid(inner, &status, 0) < 0 && errno == EINTR)
+			;
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : NS_SETUP);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : NS_SETUP;
+}
+
+static void check_ns_result(int code)
+{
+	switch (code) {
+	case NS_PASS:
+		return;
+	case NS_SKIP:
+		print_message("cannot create a time namespace here (needs CAP_SYS_ADMIN and CONFIG_TIME_NS)\n");
+		skip();
+		break;
+	case NS_WRONG_ERRNO:
+		print_error("wait in the time namespace returned the wrong result\n");
+		break;
+	case NS_EARLY:
+		print_error("wait in the time namespace timed out before its deadline\n");
+		break;
+	case NS_HUNG:
+		print_error("wait in the time namespace did not time out: the namespace offset was ignored\n");
+		break;
+	case NS_NO_OFFSET:
+		print_error("the time namespace offset did not apply (test setup)\n");
+		break;
+	default:
+		print_error("time namespace test setup failed (code %d)\n", code);
+		break;
+	}
+	fail();
+}
+
+TEST(monotonic_deadline_in_time_namespace_expires)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+
+	check_ns_result(run_in_time_namespace(dev, sem, NS_FUTURE));
+	ASSERT_SEM(sem, 0, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(monotonic_past_deadline_in_time_namespace_is_immediate)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+
+	check_ns_result(run_in_time_namespace(dev, sem, NS_PAST));
+	close(sem);
+	close(dev);
+}
+
+TEST(realtime_deadline_in_time_namespace_is_unaffected)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+
+	check_ns_result(run_in_time_namespace(dev, sem, NS_REALTIME));
+	close(sem);
+	close(dev);
+}
+
+TEST(wait_in_time_namespace_acquires_signaled_object)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 1);
+
+	check_ns_result(run_in_time_namespace(dev, sem, NS_WOKEN));
+	ASSERT_SEM(sem, 0, 1);
+	close(sem);
+	close(dev);
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(past_deadline_times_out_at_once),
+	cmocka_unit_test(past_deadline_still_acquires_signaled_objects),
+	cmocka_unit_test(realtime_past_deadline_times_out_at_once),
+	cmocka_unit_test(monotonic_deadline_expires_not_before_it),
+	cmocka_unit_test(realtime_deadline_expires_not_before_it),
+	cmocka_unit_test(realtime_flag_measures_against_realtime_clock),
+	cmocka_unit_test(monotonic_is_the_default_clock),
+	cmocka_unit_test(u64_max_wait_any_sleeps_until_woken),
+	cmocka_unit_test(u64_max_wait_all_sleeps_until_woken),
+	cmocka_unit_test(u64_max_realtime_wait_sleeps_until_woken),
+	cmocka_unit_test(realtime_deadline_follows_clock_settime),
+	cmocka_unit_test(monotonic_deadline_ignores_clock_settime),
+	cmocka_unit_test(monotonic_deadline_in_time_namespace_expires),
+	cmocka_unit_test(monotonic_past_deadline_in_time_namespace_is_immediate),
+	cmocka_unit_test(realtime_deadline_in_time_namespace_is_unaffected),
+	cmocka_unit_test(wait_in_time_namespace_acquires_signaled_object),
+};
+
 NTSYNC_TEST_MAIN("time", tests, true)

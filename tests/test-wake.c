@@ -1,4 +1,589 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Wakeups across threads and processes: every way an object becomes
+ * signaled wakes the right number of waiters, in queue (FIFO) order;
+ * wait-all wakes only when all objects are signaled at once.
+ *
+ * "Blocked" is observed from /proc (the waiter sleeps inside ioctl()), and
+ * "how many woke" from the objects' states right after the waking call,
+ * which the driver updates atomically with the wake; no timing is assumed.
+ */
+
 #include "common.h"
-TEST(placeholder){}
-static const struct CMUnitTest tests[] = { cmocka_unit_test(placeholder) };
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static unsigned int count_done(struct waiter *w, unsigned int n)
+{
+	unsigned int done = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		done += waiter_done(&w[i]);
+	return done;
+}
+
+static void join_all(struct waiter *w, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		waiter_join(&w[i]);
+}
+
+TEST(sem_release_wakes_waiting_thread)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+	uint32_t prev = POISON32;
+
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	START_BLOCKED(w);
+	CHECK_OK(sem_release(sem, 1, &prev));
+	assert_int_equal(prev, 0);
+	/* The waiter took the count as part of the release. */
+	ASSERT_SEM(sem, 0, 1);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(sem_release_of_n_wakes_n_waiters)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 5);
+	struct waiter *w = waiters_alloc(3);
+
+	for (int i = 0; i < 3; i++) {
+		waiter_setup(&w[i], dev, false, &sem, 1, 1);
+		START_BLOCKED(&w[i]);
+	}
+	CHECK_OK(sem_release(sem, 2, NULL));
+	ASSERT_SEM(sem, 0, 5);
+	assert_int_equal(waiters_until_done(w, 3, 2), 2);
+	sleep_ms(SHORT_MS);
+	assert_int_equal(count_done(w, 3), 2);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	ASSERT_SEM(sem, 0, 5);
+	assert_int_equal(waiters_until_done(w, 3, 3), 3);
+	join_all(w, 3);
+	for (int i = 0; i < 3; i++)
+		ASSERT_WAITER_OK(&w[i], 0);
+	waiters_free(w, 3);
+	close(sem);
+	close(dev);
+}
+
+TEST(sem_release_beyond_waiters_keeps_the_rest)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 5);
+	struct waiter *w = waiters_alloc(2);
+
+	for (int i = 0; i < 2; i++) {
+		waiter_setup(&w[i], dev, false, &sem, 1, 1);
+		START_BLOCKED(&w[i]);
+	}
+	CHECK_OK(sem_release(sem, 5, NULL));
+	ASSERT_SEM(sem, 3, 5);
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(sem);
+	close(dev);
+}
+
+TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 1);
+	struct waiter *w = waiters_alloc(2);
+	uint32_t prev = POISON32, owner, count;
+	int first;
+
+	waiter_setup(&w[0], dev, false, &mutex, 1, 2);
+	START_BLOCKED(&w[0]);
+	waiter_setup(&w[1], dev, false, &mutex, 1, 3);
+	START_BLOCKED(&w[1]);
+	CHECK_OK(mutex_unlock(mutex, 1, &prev));
+	assert_int_equal(prev, 1);
+	CHECK_OK(mutex_read(mutex, &owner, &count));
+	assert_int_equal(count, 1);
+	assert_true(owner == 2 || owner == 3);
+	first = owner == 2 ? 0 : 1;
+	assert_int_equal(waiters_until_done(w, 2, 1), 1);
+	assert_true(waiter_done(&w[first]));
+	sleep_ms(SHORT_MS);
+	assert_false(waiter_done(&w[!first]));
+	CHECK_OK(mutex_unlock(mutex, owner, NULL));
+	ASSERT_MUTEX(mutex, first ? 2 : 3, 1);
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(mutex);
+	close(dev);
+}
+
+TEST(mutex_recursive_unlock_wakes_only_at_zero)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 2);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &mutex, 1, 2);
+	START_BLOCKED(w);
+	CHECK_OK(mutex_unlock(mutex, 1, NULL));
+	ASSERT_MUTEX(mutex, 1, 1);
+	CHECK_OK(mutex_unlock(mutex, 1, NULL));
+	ASSERT_MUTEX(mutex, 2, 1);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(mutex);
+	close(dev);
+}
+
+TEST(mutex_kill_wakes_waiter_with_eownerdead)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 3);
+	int other = NEW_SEM(dev, 0, 1);
+	int objs[2] = { other, mutex };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, objs, 2, 2);
+	START_BLOCKED(w);
+	CHECK_OK(mutex_kill(mutex, 1));
+	ASSERT_MUTEX(mutex, 2, 1);
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, EOWNERDEAD);
+	assert_int_equal(w->index, 1);
+	waiters_free(w, 1);
+	close(mutex);
+	close(other);
+	close(dev);
+}
+
+TEST(mutex_kill_wakes_wait_all_with_eownerdead)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 1);
+	int sem = NEW_SEM(dev, 1, 1);
+	int objs[2] = { sem, mutex };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, true, objs, 2, 2);
+	START_BLOCKED(w);
+	CHECK_OK(mutex_kill(mutex, 1));
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, EOWNERDEAD);
+	assert_int_equal(w->index, 0);
+	ASSERT_MUTEX(mutex, 2, 1);
+	ASSERT_SEM(sem, 0, 1);
+	waiters_free(w, 1);
+	close(mutex);
+	close(sem);
+	close(dev);
+}
+
+static void event_wakes(uint32_t manual, int (*op)(int, uint32_t *),
+			unsigned int expect_woken, uint32_t expect_state)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, manual, 0);
+	struct waiter *w = waiters_alloc(2);
+	uint32_t prev = POISON32;
+
+	for (int i = 0; i < 2; i++) {
+		waiter_setup(&w[i], dev, false, &event, 1, 1);
+		START_BLOCKED(&w[i]);
+	}
+	CHECK_OK(op(event, &prev));
+	assert_int_equal(prev, 0);
+	ASSERT_EVENT(event, manual, expect_state);
+	assert_int_equal(waiters_until_done(w, 2, expect_woken), expect_woken);
+	sleep_ms(SHORT_MS);
+	assert_int_equal(count_done(w, 2), expect_woken);
+	if (expect_woken < 2) {
+		CHECK_OK(event_set(event, NULL));
+		assert_int_equal(waiters_until_done(w, 2, 2), 2);
+	}
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(event);
+	close(dev);
+}
+
+TEST(auto_event_set_wakes_one_waiter)
+{
+	event_wakes(0, event_set, 1, 0);
+}
+
+TEST(manual_event_set_wakes_all_waiters)
+{
+	event_wakes(1, event_set, 2, 1);
+}
+
+TEST(auto_event_pulse_wakes_one_of_two_waiters)
+{
+	event_wakes(0, event_pulse, 1, 0);
+}
+
+TEST(manual_event_pulse_wakes_both_waiters)
+{
+	event_wakes(1, event_pulse, 2, 0);
+}
+
+TEST(event_reset_wakes_nobody)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, 1, 0);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &event, 1, 1);
+	START_BLOCKED(w);
+	CHECK_OK(event_reset(event, NULL));
+	sleep_ms(SHORT_MS);
+	assert_false(waiter_done(w));
+	CHECK_OK(event_set(event, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(event);
+	close(dev);
+}
+
+/* Waiters queued one after the other are woken in that order. */
+static void fifo_order(int dev, int obj, uint32_t same_owner,
+		       int (*wake)(int))
+{
+	struct waiter *w = waiters_alloc(3);
+
+	for (int i = 0; i < 3; i++) {
+		waiter_setup(&w[i], dev, false, &obj, 1,
+			     same_owner ? same_owner : (uint32_t)(100 + i));
+		START_BLOCKED(&w[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		CHECK_OK(wake(obj));
+		assert_int_equal(waiters_until_done(w, 3, (unsigned int)i + 1),
+				 (unsigned int)i + 1);
+		if (!waiter_done(&w[i])) {
+			join_all(w, 3);
+			print_error("wake %d went to a later waiter, not waiter %d\n",
+				    i + 1, i);
+			fail();
+		}
+		ASSERT_WAITER_OK(&w[i], 0);
+	}
+	join_all(w, 3);
+	waiters_free(w, 3);
+}
+
+static int release_one(int sem)
+{
+	return sem_release(sem, 1, NULL);
+}
+
+static int set_event(int event)
+{
+	return event_set(event, NULL);
+}
+
+static int unlock_current(int mutex)
+{
+	uint32_t owner, count;
+
+	if (mutex_read(mutex, &owner, &count) < 0)
+		return -1;
+	if (!owner)
+		return -1;
+	return mutex_unlock(mutex, owner, NULL);
+}
+
+TEST(sem_waiters_woken_in_fifo_order)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 3);
+
+	fifo_order(dev, sem, 1, release_one);
+	close(sem);
+	close(dev);
+}
+
+TEST(auto_event_waiters_woken_in_fifo_order)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, 0, 0);
+
+	fifo_order(dev, event, 1, set_event);
+	close(event);
+	close(dev);
+}
+
+TEST(mutex_waiters_woken_in_fifo_order)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 1);
+
+	fifo_order(dev, mutex, 0, unlock_current);
+	close(mutex);
+	close(dev);
+}
+
+TEST(wait_all_woken_only_when_all_signaled_at_once)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 2);
+	int event = NEW_EVENT(dev, 0, 0);
+	int objs[2] = { sem, event };
+	struct waiter *w = waiters_alloc(1);
+	uint32_t index;
+
+	waiter_setup(w, dev, true, objs, 2, 1);
+	START_BLOCKED(w);
+	/* Event alone: not enough. */
+	CHECK_OK(event_set(event, NULL));
+	ASSERT_EVENT(event, 0, 1);
+	/* Someone else takes the event. */
+	CHECK_OK(wait_any(dev, &event, 1, 9, 0, &index));
+	ASSERT_EVENT(event, 0, 0);
+	/* Semaphore alone: not enough either, and not consumed. */
+	CHECK_OK(sem_release(sem, 1, NULL));
+	ASSERT_SEM(sem, 1, 2);
+	sleep_ms(SHORT_MS);
+	assert_false(waiter_done(w));
+	/* Now both at once: acquired together. */
+	CHECK_OK(event_set(event, NULL));
+	ASSERT_SEM(sem, 0, 2);
+	ASSERT_EVENT(event, 0, 0);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(sem);
+	close(event);
+	close(dev);
+}
+
+TEST(wait_all_woken_by_mutex_unlock_and_sem_release)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 5, 1);
+	int sem = NEW_SEM(dev, 0, 1);
+	int objs[2] = { mutex, sem };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, true, objs, 2, 6);
+	START_BLOCKED(w);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	ASSERT_SEM(sem, 1, 1);
+	CHECK_OK(mutex_unlock(mutex, 5, NULL));
+	ASSERT_MUTEX(mutex, 6, 1);
+	ASSERT_SEM(sem, 0, 1);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(mutex);
+	close(sem);
+	close(dev);
+}
+
+TEST(wait_any_woken_by_alert_returns_count)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 1, 0) };
+	int alert = NEW_EVENT(dev, 0, 0);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, objs, 2, 1);
+	w->alert = (uint32_t)alert;
+	START_BLOCKED(w);
+	CHECK_OK(event_set(alert, NULL));
+	ASSERT_EVENT(alert, 0, 0);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 2);
+	waiters_free(w, 1);
+	close(objs[0]);
+	close(objs[1]);
+	close(alert);
+	close(dev);
+}
+
+TEST(wait_all_woken_by_alert_returns_count)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 1, 0) };
+	int alert = NEW_EVENT(dev, 0, 0);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, true, objs, 2, 1);
+	w->alert = (uint32_t)alert;
+	START_BLOCKED(w);
+	CHECK_OK(event_set(alert, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 2);
+	ASSERT_SEM(objs[0], 1, 1);
+	ASSERT_EVENT(alert, 0, 0);
+	waiters_free(w, 1);
+	close(objs[0]);
+	close(objs[1]);
+	close(alert);
+	close(dev);
+}
+
+TEST(wait_any_woken_by_second_object_reports_its_index)
+{
+	int dev = DEV_OPEN();
+	int objs[3] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 0, 0), NEW_MUTEX(dev, 4, 1) };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, objs, 3, 1);
+	START_BLOCKED(w);
+	CHECK_OK(mutex_unlock(objs[2], 4, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 2);
+	ASSERT_MUTEX(objs[2], 1, 1);
+	waiters_free(w, 1);
+	for (int i = 0; i < 3; i++)
+		close(objs[i]);
+	close(dev);
+}
+
+TEST(waiter_process_woken_by_sem_release)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->process = true;
+	START_BLOCKED(w);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	ASSERT_SEM(sem, 0, 1);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(sem);
+	close(dev);
+}
+
+TEST(waiter_processes_woken_by_manual_event)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, 1, 0);
+	struct waiter *w = waiters_alloc(2);
+
+	for (int i = 0; i < 2; i++) {
+		waiter_setup(&w[i], dev, false, &event, 1, 1);
+		w[i].process = true;
+		START_BLOCKED(&w[i]);
+	}
+	CHECK_OK(event_set(event, NULL));
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(event);
+	close(dev);
+}
+
+TEST(waiter_process_woken_by_mutex_kill)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &mutex, 1, 2);
+	w->process = true;
+	START_BLOCKED(w);
+	CHECK_OK(mutex_kill(mutex, 1));
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, EOWNERDEAD);
+	assert_int_equal(w->index, 0);
+	ASSERT_MUTEX(mutex, 2, 1);
+	waiters_free(w, 1);
+	close(mutex);
+	close(dev);
+}
+
+TEST(thread_woken_by_child_process)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, 0, 0);
+	uint32_t index = POISON32;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sleep_ms(SHORT_MS);
+		_exit(event_set(event, NULL) == 0 ? 0 : 1);
+	}
+	CHECK_OK(wait_any(dev, &event, 1, 1, mono_in_ms(GUARD_MS), &index));
+	assert_int_equal(index, 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EVENT(event, 0, 0);
+	close(event);
+	close(dev);
+}
+
+TEST(wait_all_process_woken_across_processes)
+{
+	int dev = DEV_OPEN();
+	int objs[3] = { NEW_SEM(dev, 0, 1), NEW_MUTEX(dev, 0, 0), NEW_EVENT(dev, 0, 0) };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, true, objs, 3, 42);
+	w->process = true;
+	START_BLOCKED(w);
+	CHECK_OK(sem_release(objs[0], 1, NULL));
+	ASSERT_SEM(objs[0], 1, 1);
+	CHECK_OK(event_set(objs[2], NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	ASSERT_SEM(objs[0], 0, 1);
+	ASSERT_MUTEX(objs[1], 42, 1);
+	ASSERT_EVENT(objs[2], 0, 0);
+	waiters_free(w, 1);
+	for (int i = 0; i < 3; i++)
+		close(objs[i]);
+	close(dev);
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(sem_release_wakes_waiting_thread),
+	cmocka_unit_test(sem_release_of_n_wakes_n_waiters),
+	cmocka_unit_test(sem_release_beyond_waiters_keeps_the_rest),
+	cmocka_unit_test(mutex_unlock_wakes_one_waiter_of_another_owner),
+	cmocka_unit_test(mutex_recursive_unlock_wakes_only_at_zero),
+	cmocka_unit_test(mutex_kill_wakes_waiter_with_eownerdead),
+	cmocka_unit_test(mutex_kill_wakes_wait_all_with_eownerdead),
+	cmocka_unit_test(auto_event_set_wakes_one_waiter),
+	cmocka_unit_test(manual_event_set_wakes_all_waiters),
+	cmocka_unit_test(auto_event_pulse_wakes_one_of_two_waiters),
+	cmocka_unit_test(manual_event_pulse_wakes_both_waiters),
+	cmocka_unit_test(event_reset_wakes_nobody),
+	cmocka_unit_test(sem_waiters_woken_in_fifo_order),
+	cmocka_unit_test(auto_event_waiters_woken_in_fifo_order),
+	cmocka_unit_test(mutex_waiters_woken_in_fifo_order),
+	cmocka_unit_test(wait_all_woken_only_when_all_signaled_at_once),
+	cmocka_unit_test(wait_all_woken_by_mutex_unlock_and_sem_release),
+	cmocka_unit_test(wait_any_woken_by_alert_returns_count),
+	cmocka_unit_test(wait_all_woken_by_alert_returns_count),
+	cmocka_unit_test(wait_any_woken_by_second_object_reports_its_index),
+	cmocka_unit_test(waiter_process_woken_by_sem_release),
+	cmocka_unit_test(waiter_processes_woken_by_manual_event),
+	cmocka_unit_test(waiter_process_woken_by_mutex_kill),
+	cmocka_unit_test(thread_woken_by_child_process),
+	cmocka_unit_test(wait_all_process_woken_across_processes),
+};
+
 NTSYNC_TEST_MAIN("wake", tests, true)
