@@ -143,5 +143,16 @@ mkdir -p "$tmp/none"
 expect_rc 1 "no driver" env NTSYNC_INFO_SYSROOT="$tmp/none" "$info" --json --device "$tmp/no-such-node"
 expect_json .driver.kind none
 
+# the manual page renders without warnings
+man1=$(dirname "$0")/ntsync-info.1
+if ! command -v groff >/dev/null 2>&1; then
+	echo "# groff not found: ntsync-info.1 not checked"
+elif groff -man -ww -z "$man1" >"$tmp/warn" 2>&1 && [ ! -s "$tmp/warn" ]; then
+	ok "ntsync-info.1 renders without warnings"
+else
+	bad "ntsync-info.1 renders with warnings"
+	sed 's/^/# /' "$tmp/warn"
+fi
+
 echo "1..$n"
 exit $fail
