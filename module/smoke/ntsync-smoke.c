@@ -425,6 +425,29 @@ static void test_lifetime(void)
 	close(s);
 }
 
+/* This project's module (it has a version) shows state in fdinfo. */
+static void test_fdinfo(void)
+{
+	char path[64], buf[512];
+	int s, fd, n;
+
+	if (access("/sys/module/ntsync/version", F_OK)) {
+		printf("skip fdinfo: not this project's module\n");
+		return;
+	}
+	s = sem(2, 7);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", s);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	CHECK(n > 0, "read %s", path);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK(strstr(buf, "ntsync-type:\tsemaphore\ncount:\t2\nmax:\t7\n") != NULL,
+	      "fdinfo: %s", buf);
+	if (fd >= 0)
+		close(fd);
+	close(s);
+}
+
 int main(void)
 {
 	dev = open("/dev/ntsync", O_RDWR | O_CLOEXEC);
@@ -443,6 +466,7 @@ int main(void)
 	test_wakeups();
 	test_signal();
 	test_lifetime();
+	test_fdinfo();
 
 	close(dev);
 	printf("smoke: %d passed, %d failed\n", passed, failed);
