@@ -1,4 +1,739 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Lifetimes and abuse: objects closed during waits, objects outliving the
+ * device descriptor, inheritance across fork, descriptors of another
+ * instance or that are not objects, bad pointers, wrong-type and unknown
+ * ioctls.  Every case checks the exact errno and that state is unchanged
+ * where the spec says so.
+ */
+
 #include "common.h"
-TEST(placeholder){}
-static const struct CMUnitTest tests[] = { cmocka_unit_test(placeholder) };
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- bad pointers ---- */
+
+struct bad_ptrs {
+	void *map;
+	size_t page;
+	void *ptr[5];
+	const char *what[5];
+	unsigned int n_in;	/* unreadable: for input arguments */
+	unsigned int n_out;	/* unwritable: for output arguments */
+};
+
+static void bad_ptrs_init(struct bad_ptrs *b)
+{
+	char *map;
+
+	b->page = (size_t)sysconf(_SC_PAGESIZE);
+	map = mmap(NULL, 3 * b->page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	/* page 0: writable; page 1: no access; page 2: read-only */
+	assert_int_equal(mprotect(map + b->page, b->page, PROT_NONE), 0);
+	memset(map + 2 * b->page, 0, b->page);
+	assert_int_equal(mprotect(map + 2 * b->page, b->page, PROT_READ), 0);
+	b->map = map;
+	b->ptr[0] = NULL;			b->what[0] = "NULL";
+	b->ptr[1] = map + b->page;		b->what[1] = "unmapped page";
+	b->ptr[2] = (void *)(uintptr_t)0xffff800000000000ULL;
+						b->what[2] = "kernel address";
+	b->ptr[3] = map + b->page - 2;		b->what[3] = "straddling into an unmapped page";
+	b->ptr[4] = map + 2 * b->page;		b->what[4] = "read-only page";
+	b->n_in = 4;
+	b->n_out = 5;
+}
+
+static void bad_ptrs_free(struct bad_ptrs *b)
+{
+	munmap(b->map, 3 * b->page);
+}
+
+#define CHECK_EFAULT(expr, b, i) do {					\
+	errno = 0;							\
+	long r_ = (long)(expr);						\
+	int e_ = errno;							\
+	if (r_ != -1 || e_ != EFAULT) {					\
+		print_error("%s with %s: expected EFAULT, got %ld/%s\n", \
+			    #expr, (b)->what[i], r_, errname(e_));	\
+		fail();							\
+	}								\
+} while (0)
+
+TEST(create_with_bad_pointer_is_efault_and_leaves_no_fd)
+{
+	int dev = DEV_OPEN();
+	int next_fd = lowest_free_fd();
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++) {
+		CHECK_EFAULT(ioctl(dev, NTSYNC_IOC_CREATE_SEM, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(dev, NTSYNC_IOC_CREATE_MUTEX, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(dev, NTSYNC_IOC_CREATE_EVENT, b.ptr[i]), &b, i);
+	}
+	assert_int_equal(lowest_free_fd(), next_fd);
+	bad_ptrs_free(&b);
+	close(dev);
+}
+
+TEST(sem_release_with_bad_pointer_is_efault_and_unchanged)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 5);
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++)
+		CHECK_EFAULT(ioctl(sem, NTSYNC_IOC_SEM_RELEASE, b.ptr[i]), &b, i);
+	ASSERT_SEM(sem, 1, 5);
+	bad_ptrs_free(&b);
+	close(sem);
+	close(dev);
+}
+
+TEST(reads_with_bad_pointer_are_efault)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 5);
+	int mutex = NEW_MUTEX(dev, 3, 1);
+	int event = NEW_EVENT(dev, 1, 1);
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_out; i++) {
+		CHECK_EFAULT(ioctl(sem, NTSYNC_IOC_SEM_READ, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(mutex, NTSYNC_IOC_MUTEX_READ, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(event, NTSYNC_IOC_EVENT_READ, b.ptr[i]), &b, i);
+	}
+	ASSERT_SEM(sem, 1, 5);
+	ASSERT_MUTEX(mutex, 3, 1);
+	ASSERT_EVENT(event, 1, 1);
+	bad_ptrs_free(&b);
+	close(sem);
+	close(mutex);
+	close(event);
+	close(dev);
+}
+
+TEST(mutex_unlock_with_bad_pointer_is_efault_and_unchanged)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 3, 2);
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++)
+		CHECK_EFAULT(ioctl(mutex, NTSYNC_IOC_MUTEX_UNLOCK, b.ptr[i]), &b, i);
+	ASSERT_MUTEX(mutex, 3, 2);
+	bad_ptrs_free(&b);
+	close(mutex);
+	close(dev);
+}
+
+TEST(mutex_kill_with_bad_pointer_is_efault_and_unchanged)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 3, 2);
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++)
+		CHECK_EFAULT(ioctl(mutex, NTSYNC_IOC_MUTEX_KILL, b.ptr[i]), &b, i);
+	ASSERT_MUTEX(mutex, 3, 2);
+	bad_ptrs_free(&b);
+	close(mutex);
+	close(dev);
+}
+
+TEST(event_set_reset_pulse_with_bad_pointer_are_efault)
+{
+	int dev = DEV_OPEN();
+	int event = NEW_EVENT(dev, 1, 0);
+	struct bad_ptrs b;
+
+	/* The state may change before the previous state is written back;
+	 * only the errno is specified. */
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_out; i++) {
+		CHECK_EFAULT(ioctl(event, NTSYNC_IOC_EVENT_SET, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(event, NTSYNC_IOC_EVENT_RESET, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(event, NTSYNC_IOC_EVENT_PULSE, b.ptr[i]), &b, i);
+	}
+	bad_ptrs_free(&b);
+	close(event);
+	close(dev);
+}
+
+TEST(wait_with_bad_args_pointer_is_efault)
+{
+	int dev = DEV_OPEN();
+	struct bad_ptrs b;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++) {
+		CHECK_EFAULT(ioctl(dev, NTSYNC_IOC_WAIT_ANY, b.ptr[i]), &b, i);
+		CHECK_EFAULT(ioctl(dev, NTSYNC_IOC_WAIT_ALL, b.ptr[i]), &b, i);
+	}
+	bad_ptrs_free(&b);
+	close(dev);
+}
+
+TEST(wait_with_bad_objs_pointer_is_efault_and_unchanged)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 1);
+	struct bad_ptrs b;
+	int *edge;
+
+	bad_ptrs_init(&b);
+	for (unsigned int i = 0; i < b.n_in; i++) {
+		CHECK_EFAULT(wait_any(dev, b.ptr[i], 1, 1, 0, NULL), &b, i);
+		CHECK_EFAULT(wait_all(dev, b.ptr[i], 1, 1, 0, NULL), &b, i);
+	}
+	/* First entry readable (our semaphore), second one not. */
+	edge = (int *)((char *)b.map + b.page - sizeof(int));
+	*edge = sem;
+	CHECK_ERR(wait_any(dev, edge, 2, 1, 0, NULL), EFAULT);
+	CHECK_ERR(wait_all(dev, edge, 2, 1, 0, NULL), EFAULT);
+	ASSERT_SEM(sem, 1, 1);
+	bad_ptrs_free(&b);
+	close(sem);
+	close(dev);
+}
+
+/* ---- descriptors that are not objects of this instance ---- */
+
+static void check_not_object(int dev, int bad)
+{
+	int sem = NEW_SEM(dev, 1, 1);
+	int objs[2] = { sem, bad };
+
+	CHECK_ERR(wait_any(dev, &bad, 1, 1, 0, NULL), EINVAL);
+	CHECK_ERR(wait_all(dev, &bad, 1, 1, 0, NULL), EINVAL);
+	/* Valid objects before it are not acquired. */
+	CHECK_ERR(wait_any(dev, objs, 2, 1, 0, NULL), EINVAL);
+	CHECK_ERR(wait_all(dev, objs, 2, 1, 0, NULL), EINVAL);
+	ASSERT_SEM(sem, 1, 1);
+	close(sem);
+}
+
+static void check_bad_alert(int dev, uint32_t alert)
+{
+	int sem = NEW_SEM(dev, 1, 1);
+
+	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
+	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
+	ASSERT_SEM(sem, 1, 1);
+	close(sem);
+}
+
+TEST(wait_on_pipe_is_einval)
+{
+	int dev = DEV_OPEN();
+	int p[2];
+
+	assert_int_equal(pipe(p), 0);
+	check_not_object(dev, p[0]);
+	check_not_object(dev, p[1]);
+	check_bad_alert(dev, (uint32_t)p[0]);
+	close(p[0]);
+	close(p[1]);
+	close(dev);
+}
+
+TEST(wait_on_device_fd_is_einval)
+{
+	int dev = DEV_OPEN();
+	int other = DEV_OPEN();
+
+	check_not_object(dev, dev);
+	check_not_object(dev, other);
+	check_bad_alert(dev, (uint32_t)dev);
+	close(other);
+	close(dev);
+}
+
+TEST(wait_on_regular_file_is_einval)
+{
+	int dev = DEV_OPEN();
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	check_not_object(dev, fd);
+	check_bad_alert(dev, (uint32_t)fd);
+	close(fd);
+	close(dev);
+}
+
+TEST(wait_on_minus_one_is_einval)
+{
+	int dev = DEV_OPEN();
+
+	check_not_object(dev, -1);
+	check_bad_alert(dev, (uint32_t)-1);
+	close(dev);
+}
+
+TEST(wait_on_closed_fd_is_einval)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 1);
+
+	close(sem);
+	check_not_object(dev, sem);
+	check_bad_alert(dev, (uint32_t)sem);
+	close(dev);
+}
+
+TEST(wait_on_huge_fd_is_einval)
+{
+	int dev = DEV_OPEN();
+	static const int huge[] = { INT_MAX, 1 << 20, 65535, INT_MIN };
+
+	for (unsigned int i = 0; i < ARRAY_LEN(huge); i++) {
+		check_not_object(dev, huge[i]);
+		check_bad_alert(dev, (uint32_t)huge[i]);
+	}
+	close(dev);
+}
+
+TEST(wait_on_object_of_another_instance_is_einval)
+{
+	int dev = DEV_OPEN();
+	int dev2 = DEV_OPEN();
+	int foreign_sem = NEW_SEM(dev2, 1, 1);
+	int foreign_event = NEW_EVENT(dev2, 1, 1);
+
+	check_not_object(dev, foreign_sem);
+	check_not_object(dev, foreign_event);
+	check_bad_alert(dev, (uint32_t)foreign_event);
+	ASSERT_SEM(foreign_sem, 1, 1);
+	/* The owning instance still accepts them. */
+	CHECK_OK(wait_any(dev2, &foreign_sem, 1, 1, 0, NULL));
+	ASSERT_SEM(foreign_sem, 0, 1);
+	close(foreign_sem);
+	close(foreign_event);
+	close(dev2);
+	close(dev);
+}
+
+/* ---- wrong types, unknown ioctls ---- */
+
+TEST(sem_ioctls_on_mutex_and_event_are_einval)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_MUTEX(dev, 3, 1), NEW_EVENT(dev, 0, 1) };
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t n = 1;
+		struct ntsync_sem_args args;
+
+		memset(&args, 0xcc, sizeof(args));
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_SEM_RELEASE, &n), EINVAL);
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_SEM_READ, &args), EINVAL);
+	}
+	ASSERT_MUTEX(objs[0], 3, 1);
+	ASSERT_EVENT(objs[1], 0, 1);
+	close(objs[0]);
+	close(objs[1]);
+	close(dev);
+}
+
+TEST(mutex_ioctls_on_sem_and_event_are_einval)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 1, 2), NEW_EVENT(dev, 0, 1) };
+
+	for (int i = 0; i < 2; i++) {
+		struct ntsync_mutex_args args = { .owner = 1, .count = POISON32 };
+		uint32_t owner = 1;
+
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_MUTEX_UNLOCK, &args), EINVAL);
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_MUTEX_KILL, &owner), EINVAL);
+		memset(&args, 0xcc, sizeof(args));
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_MUTEX_READ, &args), EINVAL);
+	}
+	ASSERT_SEM(objs[0], 1, 2);
+	ASSERT_EVENT(objs[1], 0, 1);
+	close(objs[0]);
+	close(objs[1]);
+	close(dev);
+}
+
+TEST(event_ioctls_on_sem_and_mutex_are_einval)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 0, 2), NEW_MUTEX(dev, 0, 0) };
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t prev = POISON32;
+		struct ntsync_event_args args;
+
+		memset(&args, 0xcc, sizeof(args));
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_EVENT_SET, &prev), EINVAL);
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_EVENT_RESET, &prev), EINVAL);
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_EVENT_PULSE, &prev), EINVAL);
+		CHECK_ERR(ioctl(objs[i], NTSYNC_IOC_EVENT_READ, &args), EINVAL);
+	}
+	ASSERT_SEM(objs[0], 0, 2);
+	ASSERT_MUTEX(objs[1], 0, 0);
+	close(objs[0]);
+	close(objs[1]);
+	close(dev);
+}
+
+static const unsigned long device_ioctls[] = {
+	NTSYNC_IOC_CREATE_SEM, NTSYNC_IOC_CREATE_MUTEX, NTSYNC_IOC_CREATE_EVENT,
+	NTSYNC_IOC_WAIT_ANY, NTSYNC_IOC_WAIT_ALL,
+};
+
+static const unsigned long object_ioctls[] = {
+	NTSYNC_IOC_SEM_RELEASE, NTSYNC_IOC_SEM_READ,
+	NTSYNC_IOC_MUTEX_UNLOCK, NTSYNC_IOC_MUTEX_KILL, NTSYNC_IOC_MUTEX_READ,
+	NTSYNC_IOC_EVENT_SET, NTSYNC_IOC_EVENT_RESET, NTSYNC_IOC_EVENT_PULSE,
+	NTSYNC_IOC_EVENT_READ,
+};
+
+/* The seed v2 structs had a third field. */
+struct three_u32 {
+	__u32 a, b, c;
+};
+
+/* Numbers near the real ones: other sizes, directions, types, numbers. */
+static const unsigned long unknown_ioctls[] = {
+	_IO('N', 0x7f),
+	_IO('N', 0x8e),
+	_IOWR('N', 0x8f, struct ntsync_wait_args),
+	_IOWR('N', 0x80, struct ntsync_sem_args),	/* CREATE_SEM, seed v2 */
+	_IOW('N', 0x80, __u32),			/* CREATE_SEM, wrong size */
+	_IOR('N', 0x81, __u32),				/* SEM_RELEASE, wrong dir */
+	_IOWR('N', 0x82, struct ntsync_sem_args),	/* WAIT_ANY, wrong size */
+	_IOWR('N', 0x85, struct three_u32),	/* MUTEX_UNLOCK, seed v2 */
+	_IOWR('M', 0x82, struct ntsync_wait_args),
+	_IOR('N', 0x8b, struct three_u32),
+	0,
+};
+
+TEST(device_ioctls_on_objects_are_enotty)
+{
+	int dev = DEV_OPEN();
+	int objs[3] = { NEW_SEM(dev, 1, 2), NEW_MUTEX(dev, 0, 0), NEW_EVENT(dev, 1, 1) };
+	char buf[64];
+
+	for (int i = 0; i < 3; i++) {
+		for (unsigned int j = 0; j < ARRAY_LEN(device_ioctls); j++) {
+			memset(buf, 0, sizeof(buf));
+			CHECK_ERR(ioctl(objs[i], device_ioctls[j], buf), ENOTTY);
+		}
+	}
+	ASSERT_SEM(objs[0], 1, 2);
+	ASSERT_MUTEX(objs[1], 0, 0);
+	ASSERT_EVENT(objs[2], 1, 1);
+	for (int i = 0; i < 3; i++)
+		close(objs[i]);
+	close(dev);
+}
+
+TEST(object_ioctls_on_device_are_enotty)
+{
+	int dev = DEV_OPEN();
+	char buf[64];
+
+	for (unsigned int j = 0; j < ARRAY_LEN(object_ioctls); j++) {
+		memset(buf, 0, sizeof(buf));
+		buf[0] = 1;
+		CHECK_ERR(ioctl(dev, object_ioctls[j], buf), ENOTTY);
+	}
+	close(dev);
+}
+
+TEST(unknown_ioctls_are_enotty)
+{
+	int dev = DEV_OPEN();
+	int objs[4] = { dev, NEW_SEM(dev, 1, 2), NEW_MUTEX(dev, 0, 0), NEW_EVENT(dev, 1, 1) };
+	char buf[64];
+
+	for (int i = 0; i < 4; i++) {
+		for (unsigned int j = 0; j < ARRAY_LEN(unknown_ioctls); j++) {
+			memset(buf, 0, sizeof(buf));
+			errno = 0;
+			if (ioctl(objs[i], unknown_ioctls[j], buf) != -1 || errno != ENOTTY) {
+				print_error("ioctl 0x%lx on fd kind %d: expected ENOTTY, got %s\n",
+					    unknown_ioctls[j], i, errname(errno));
+				fail();
+			}
+		}
+	}
+	ASSERT_SEM(objs[1], 1, 2);
+	ASSERT_MUTEX(objs[2], 0, 0);
+	ASSERT_EVENT(objs[3], 1, 1);
+	for (int i = 1; i < 4; i++)
+		close(objs[i]);
+	close(dev);
+}
+
+/* ---- lifetimes ---- */
+
+TEST(objects_outlive_the_device_fd)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 2);
+	int mutex = NEW_MUTEX(dev, 4, 1);
+	int event = NEW_EVENT(dev, 0, 0);
+	uint32_t prev = POISON32;
+
+	close(dev);
+	CHECK_OK(sem_release(sem, 2, &prev));
+	assert_int_equal(prev, 0);
+	ASSERT_SEM(sem, 2, 2);
+	CHECK_OK(mutex_unlock(mutex, 4, &prev));
+	assert_int_equal(prev, 1);
+	ASSERT_MUTEX(mutex, 0, 0);
+	CHECK_OK(event_set(event, &prev));
+	assert_int_equal(prev, 0);
+	ASSERT_EVENT(event, 0, 1);
+	close(sem);
+	close(mutex);
+	close(event);
+}
+
+TEST(objects_of_closed_device_refused_by_new_instance)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 1);
+	int dev2;
+
+	close(dev);
+	dev2 = DEV_OPEN();
+	CHECK_ERR(wait_any(dev2, &sem, 1, 1, 0, NULL), EINVAL);
+	ASSERT_SEM(sem, 1, 1);
+	close(sem);
+	close(dev2);
+}
+
+TEST(dup_fd_refers_to_the_same_object)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 3);
+	int copy = dup(sem);
+
+	assert_true(copy >= 0);
+	CHECK_OK(sem_release(copy, 2, NULL));
+	ASSERT_SEM(sem, 2, 3);
+	close(sem);
+	ASSERT_SEM(copy, 2, 3);
+	CHECK_OK(wait_any(dev, &copy, 1, 1, 0, NULL));
+	ASSERT_SEM(copy, 1, 3);
+	close(copy);
+	close(dev);
+}
+
+TEST(objects_are_inherited_across_fork)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 3);
+	int event = NEW_EVENT(dev, 1, 0);
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint32_t index = POISON32;
+		int ok = wait_any(dev, &sem, 1, 1, 0, &index) == 0 && index == 0 &&
+			 sem_release(sem, 2, NULL) == 0 &&
+			 event_set(event, NULL) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ASSERT_SEM(sem, 2, 3);
+	ASSERT_EVENT(event, 1, 1);
+	close(sem);
+	close(event);
+	close(dev);
+}
+
+TEST(object_fd_closed_during_wait_times_out)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->timeout = mono_in_ms(500);
+	START_BLOCKED(w);
+	close(sem);
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, ETIMEDOUT);
+	waiters_free(w, 1);
+	close(dev);
+}
+
+TEST(object_fd_closed_during_wait_all_times_out)
+{
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 0, 0) };
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, true, objs, 2, 1);
+	w->timeout = mono_in_ms(500);
+	START_BLOCKED(w);
+	close(objs[0]);
+	close(objs[1]);
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, ETIMEDOUT);
+	waiters_free(w, 1);
+	close(dev);
+}
+
+TEST(object_fd_closed_during_wait_still_wakes_through_dup)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	int copy = dup(sem);
+	struct waiter *w = waiters_alloc(1);
+
+	assert_true(copy >= 0);
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	START_BLOCKED(w);
+	close(sem);
+	CHECK_OK(sem_release(copy, 1, NULL));
+	ASSERT_SEM(copy, 0, 1);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(copy);
+	close(dev);
+}
+
+TEST(device_fd_closed_during_wait_still_wakes)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	START_BLOCKED(w);
+	close(dev);
+	CHECK_OK(sem_release(sem, 1, NULL));
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	ASSERT_SEM(sem, 0, 1);
+	waiters_free(w, 1);
+	close(sem);
+}
+
+TEST(everything_closed_during_wait_times_out)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 0, 1);
+	int alert = NEW_EVENT(dev, 0, 0);
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, false, &sem, 1, 1);
+	w->alert = (uint32_t)alert;
+	w->timeout = mono_in_ms(500);
+	START_BLOCKED(w);
+	close(sem);
+	close(alert);
+	close(dev);
+	JOIN(w);
+	ASSERT_WAITER_ERR(w, ETIMEDOUT);
+	waiters_free(w, 1);
+}
+
+TEST(device_node_is_mode_0666_and_opens_for_any_user)
+{
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(stat("/dev/ntsync", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	if ((st.st_mode & 07777) != 0666) {
+		print_error("/dev/ntsync has mode %04o, expected 0666\n",
+			    (unsigned int)(st.st_mode & 07777));
+		fail();
+	}
+	if (geteuid() != 0)
+		return;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int dev;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		dev = dev_open();
+		if (dev < 0)
+			_exit(1);
+		_exit(create_sem(dev, 0, 1) >= 0 ? 0 : 3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+TEST(many_objects_and_instances)
+{
+	int devs[4];
+	int objs[4][32];
+
+	for (int d = 0; d < 4; d++) {
+		devs[d] = DEV_OPEN();
+		for (int i = 0; i < 32; i++)
+			objs[d][i] = NEW_SEM(devs[d], (uint32_t)i, 100);
+	}
+	for (int d = 0; d < 4; d++)
+		close(devs[d]);
+	for (int d = 0; d < 4; d++)
+		for (int i = 0; i < 32; i++) {
+			ASSERT_SEM(objs[d][i], i, 100);
+			close(objs[d][i]);
+		}
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(create_with_bad_pointer_is_efault_and_leaves_no_fd),
+	cmocka_unit_test(sem_release_with_bad_pointer_is_efault_and_unchanged),
+	cmocka_unit_test(reads_with_bad_pointer_are_efault),
+	cmocka_unit_test(mutex_unlock_with_bad_pointer_is_efault_and_unchanged),
+	cmocka_unit_test(mutex_kill_with_bad_pointer_is_efault_and_unchanged),
+	cmocka_unit_test(event_set_reset_pulse_with_bad_pointer_are_efault),
+	cmocka_unit_test(wait_with_bad_args_pointer_is_efault),
+	cmocka_unit_test(wait_with_bad_objs_pointer_is_efault_and_unchanged),
+	cmocka_unit_test(wait_on_pipe_is_einval),
+	cmocka_unit_test(wait_on_device_fd_is_einval),
+	cmocka_unit_test(wait_on_regular_file_is_einval),
+	cmocka_unit_test(wait_on_minus_one_is_einval),
+	cmocka_unit_test(wait_on_closed_fd_is_einval),
+	cmocka_unit_test(wait_on_huge_fd_is_einval),
+	cmocka_unit_test(wait_on_object_of_another_instance_is_einval),
+	cmocka_unit_test(sem_ioctls_on_mutex_and_event_are_einval),
+	cmocka_unit_test(mutex_ioctls_on_sem_and_event_are_einval),
+	cmocka_unit_test(event_ioctls_on_sem_and_mutex_are_einval),
+	cmocka_unit_test(device_ioctls_on_objects_are_enotty),
+	cmocka_unit_test(object_ioctls_on_device_are_enotty),
+	cmocka_unit_test(unknown_ioctls_are_enotty),
+	cmocka_unit_test(objects_outlive_the_device_fd),
+	cmocka_unit_test(objects_of_closed_device_refused_by_new_instance),
+	cmocka_unit_test(dup_fd_refers_to_the_same_object),
+	cmocka_unit_test(objects_are_inherited_across_fork),
+	cmocka_unit_test(object_fd_closed_during_wait_times_out),
+	cmocka_unit_test(object_fd_closed_during_wait_all_times_out),
+	cmocka_unit_test(object_fd_closed_during_wait_still_wakes_through_dup),
+	cmocka_unit_test(device_fd_closed_during_wait_still_wakes),
+	cmocka_unit_test(everything_closed_during_wait_times_out),
+	cmocka_unit_test(device_node_is_mode_0666_and_opens_for_any_user),
+	cmocka_unit_test(many_objects_and_instances),
+};
+
 NTSYNC_TEST_MAIN("abuse", tests, true)
