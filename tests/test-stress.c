@@ -1,4 +1,418 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Stress with invariants: contention on mutexes and semaphores (no lost or
+ * doubled acquisition), wait-all over overlapping sets (everyone
+ * progresses), alert storms (every acquisition accounted for).
+ *
+ * Iteration counts are bounded (scale them with NTSYNC_STRESS_SCALE=N);
+ * deadlines are hang guards only; nothing is timed.
+ */
+
 #include "common.h"
-TEST(placeholder){}
-static const struct CMUnitTest tests[] = { cmocka_unit_test(placeholder) };
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define THREADS 4
+
+static unsigned int scaled(unsigned int n)
+{
+	const char *s = getenv("NTSYNC_STRESS_SCALE");
+	long k = s ? strtol(s, NULL, 10) : 1;
+
+	return n * (unsigned int)(k > 0 && k < 1000 ? k : 1);
+}
+
+struct shared {
+	int dev;
+	int objs[8];
+	unsigned int iterations;
+	atomic_int holder[8];
+	atomic_int inside;
+	atomic_int max_inside;
+	atomic_int errors;
+	atomic_int timeouts;
+	atomic_int stop;
+	long plain_counter;		/* protected by the ntsync mutex */
+	atomic_long done[THREADS + 1];
+	/* alert storm accounting */
+	atomic_long sem_acquired, alert_acquired;
+};
+
+struct worker {
+	struct shared *sh;
+	int id;
+	pthread_t thread;
+};
+
+static void note_error(struct shared *sh, const char *what, int id, long i)
+{
+	if (atomic_fetch_add(&sh->errors, 1) < 5)
+		fprintf(stderr, "worker %d, iteration %ld: %s\n", id, i, what);
+}
+
+static int guarded_wait(struct shared *sh, bool all, const int *objs,
+			uint32_t count, uint32_t owner, uint32_t alert,
+			uint32_t *index)
+{
+	int ret = wait_objs(sh->dev, all, objs, count, owner, alert, 0,
+			    mono_in_ms(GUARD_MS), index);
+
+	if (ret < 0 && errno == ETIMEDOUT)
+		atomic_fetch_add(&sh->timeouts, 1);
+	return ret;
+}
+
+static void run_workers(struct shared *sh, void *(*fn)(void *), int n)
+{
+	struct worker w[THREADS + 1];
+
+	for (int i = 0; i < n; i++) {
+		w[i].sh = sh;
+		w[i].id = i;
+		assert_int_equal(pthread_create(&w[i].thread, NULL, fn, &w[i]), 0);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(w[i].thread, NULL);
+}
+
+static void *mutex_worker(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	uint32_t owner = (uint32_t)me->id + 1, index, prev;
+
+	for (long i = 0; i < sh->iterations; i++) {
+		bool recurse = (i % 7) == 0;
+
+		if (guarded_wait(sh, false, sh->objs, 1, owner, 0, &index) < 0) {
+			note_error(sh, "wait failed", me->id, i);
+			return NULL;
+		}
+		if (atomic_exchange(&sh->holder[0], me->id + 1) != 0)
+			note_error(sh, "mutex held twice", me->id, i);
+		sh->plain_counter++;
+		if (recurse) {
+			if (guarded_wait(sh, false, sh->objs, 1, owner, 0, &index) < 0)
+				note_error(sh, "recursive wait failed", me->id, i);
+			if (mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 2)
+				note_error(sh, "recursive unlock: previous count not 2", me->id, i);
+		}
+		if (atomic_exchange(&sh->holder[0], 0) != me->id + 1)
+			note_error(sh, "holder changed under us", me->id, i);
+		if (mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 1)
+			note_error(sh, "unlock: previous count not 1", me->id, i);
+		atomic_fetch_add(&sh->done[me->id], 1);
+	}
+	return NULL;
+}
+
+TEST(mutex_contention_no_lost_or_doubled_acquisition)
+{
+	struct shared *sh = calloc(1, sizeof(*sh));
+
+	assert_non_null(sh);
+	sh->dev = DEV_OPEN();
+	sh->objs[0] = NEW_MUTEX(sh->dev, 0, 0);
+	sh->iterations = scaled(1500);
+	run_workers(sh, mutex_worker, THREADS);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->timeouts), 0);
+	assert_int_equal(sh->plain_counter, (long)THREADS * sh->iterations);
+	ASSERT_MUTEX(sh->objs[0], 0, 0);
+	close(sh->objs[0]);
+	close(sh->dev);
+	free(sh);
+}
+
+static void *sem_worker(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	uint32_t index, prev;
+
+	for (long i = 0; i < sh->iterations; i++) {
+		int in, max;
+
+		if (guarded_wait(sh, false, sh->objs, 1, 1, 0, &index) < 0) {
+			note_error(sh, "wait failed", me->id, i);
+			return NULL;
+		}
+		in = atomic_fetch_add(&sh->inside, 1) + 1;
+		max = atomic_load(&sh->max_inside);
+		while (in > max && !atomic_compare_exchange_weak(&sh->max_inside, &max, in))
+			;
+		if (in > 2)
+			note_error(sh, "more holders than the semaphore's count", me->id, i);
+		atomic_fetch_sub(&sh->inside, 1);
+		if (sem_release(sh->objs[0], 1, &prev) < 0 || prev > 1)
+			note_error(sh, "release failed or previous count > 1", me->id, i);
+		atomic_fetch_add(&sh->done[me->id], 1);
+	}
+	return NULL;
+}
+
+TEST(semaphore_contention_respects_count)
+{
+	struct shared *sh = calloc(1, sizeof(*sh));
+
+	assert_non_null(sh);
+	sh->dev = DEV_OPEN();
+	sh->objs[0] = NEW_SEM(sh->dev, 2, 2);
+	sh->iterations = scaled(1500);
+	run_workers(sh, sem_worker, THREADS);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->timeouts), 0);
+	assert_true(atomic_load(&sh->max_inside) <= 2);
+	ASSERT_SEM(sh->objs[0], 2, 2);
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(atomic_load(&sh->done[i]), sh->iterations);
+	close(sh->objs[0]);
+	close(sh->dev);
+	free(sh);
+}
+
+/*
+ * Dining philosophers: worker i waits for all of mutex i, mutex i+1 and a
+ * shared semaphore of count 2; an extra worker takes single mutexes with
+ * wait-any.  Every worker must finish all its iterations.
+ */
+static void *philosopher(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	uint32_t owner = (uint32_t)me->id + 1, index, prev;
+	int a = me->id, b = (me->id + 1) % THREADS;
+	int set[3] = { sh->objs[a], sh->objs[b], sh->objs[THREADS] };
+
+	for (long i = 0; i < sh->iterations; i++) {
+		index = POISON32;
+		if (guarded_wait(sh, true, set, 3, owner, 0, &index) < 0) {
+			note_error(sh, "wait-all failed", me->id, i);
+			return NULL;
+		}
+		if (index != 0)
+			note_error(sh, "wait-all index not 0", me->id, i);
+		if (atomic_exchange(&sh->holder[a], me->id + 1) != 0 ||
+		    atomic_exchange(&sh->holder[b], me->id + 1) != 0)
+			note_error(sh, "mutex held twice", me->id, i);
+		atomic_store(&sh->holder[a], 0);
+		atomic_store(&sh->holder[b], 0);
+		if (mutex_unlock(sh->objs[a], owner, &prev) < 0 || prev != 1 ||
+		    mutex_unlock(sh->objs[b], owner, &prev) < 0 || prev != 1 ||
+		    sem_release(sh->objs[THREADS], 1, NULL) < 0)
+			note_error(sh, "release failed", me->id, i);
+		atomic_fetch_add(&sh->done[me->id], 1);
+	}
+	return NULL;
+}
+
+static void *any_taker(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	uint32_t owner = 100, index, prev;
+
+	for (long i = 0; i < sh->iterations; i++) {
+		index = POISON32;
+		if (guarded_wait(sh, false, sh->objs, THREADS, owner, 0, &index) < 0) {
+			note_error(sh, "wait-any failed", me->id, i);
+			return NULL;
+		}
+		if (index >= THREADS) {
+			note_error(sh, "wait-any index out of range", me->id, i);
+			return NULL;
+		}
+		if (atomic_exchange(&sh->holder[index], 100) != 0)
+			note_error(sh, "mutex held twice", me->id, i);
+		atomic_store(&sh->holder[index], 0);
+		if (mutex_unlock(sh->objs[index], owner, &prev) < 0 || prev != 1)
+			note_error(sh, "unlock failed", me->id, i);
+		atomic_fetch_add(&sh->done[me->id], 1);
+	}
+	return NULL;
+}
+
+static void *philosophers_and_taker(void *arg)
+{
+	struct worker *me = arg;
+
+	return me->id == THREADS ? any_taker(arg) : philosopher(arg);
+}
+
+TEST(wait_all_overlapping_sets_all_progress)
+{
+	struct shared *sh = calloc(1, sizeof(*sh));
+
+	assert_non_null(sh);
+	sh->dev = DEV_OPEN();
+	for (int i = 0; i < THREADS; i++)
+		sh->objs[i] = NEW_MUTEX(sh->dev, 0, 0);
+	sh->objs[THREADS] = NEW_SEM(sh->dev, 2, 2);
+	sh->iterations = scaled(400);
+	run_workers(sh, philosophers_and_taker, THREADS + 1);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->timeouts), 0);
+	for (int i = 0; i <= THREADS; i++)
+		assert_int_equal(atomic_load(&sh->done[i]), sh->iterations);
+	for (int i = 0; i < THREADS; i++) {
+		ASSERT_MUTEX(sh->objs[i], 0, 0);
+		close(sh->objs[i]);
+	}
+	ASSERT_SEM(sh->objs[THREADS], 2, 2);
+	close(sh->objs[THREADS]);
+	close(sh->dev);
+	free(sh);
+}
+
+/*
+ * Alert storm: waiters wait for a semaphore (index 0) or a manual "quit"
+ * event (index 1) with an auto-reset alert (index 2) while the main thread
+ * releases the semaphore and sets the alert many times.  Afterwards:
+ * semaphore acquisitions = releases - final count, and alert acquisitions =
+ * sets that found the alert unsignaled - final alert state.
+ */
+static void *storm_waiter(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	int objs[2] = { sh->objs[0], sh->objs[1] };
+	uint32_t index;
+
+	for (long i = 0;; i++) {
+		index = POISON32;
+		if (guarded_wait(sh, false, objs, 2, (uint32_t)me->id + 1,
+				 (uint32_t)sh->objs[2], &index) < 0) {
+			note_error(sh, "wait failed", me->id, i);
+			return NULL;
+		}
+		if (index == 0)
+			atomic_fetch_add(&sh->sem_acquired, 1);
+		else if (index == 2)
+			atomic_fetch_add(&sh->alert_acquired, 1);
+		else if (index == 1)
+			return NULL;
+		else
+			note_error(sh, "bad index", me->id, i);
+	}
+}
+
+static void *storm_driver(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+
+	if (me->id < THREADS - 1)
+		return storm_waiter(arg);
+	for (long i = 0; i < sh->iterations; i++) {
+		uint32_t prev = POISON32;
+
+		if (i % 3 == 0) {
+			if (sem_release(sh->objs[0], 1, &prev) == 0)
+				atomic_fetch_add(&sh->done[0], 1);
+			else if (errno != EOVERFLOW)
+				note_error(sh, "release failed", me->id, i);
+		} else {
+			if (event_set(sh->objs[2], &prev) < 0 || prev > 1)
+				note_error(sh, "set failed", me->id, i);
+			else if (prev == 0)
+				atomic_fetch_add(&sh->done[1], 1);
+		}
+		if (i % 64 == 0)
+			sched_yield();
+	}
+	if (event_set(sh->objs[1], NULL) < 0)
+		note_error(sh, "quit failed", me->id, 0);
+	return NULL;
+}
+
+TEST(alert_storm_accounts_for_every_acquisition)
+{
+	struct shared *sh = calloc(1, sizeof(*sh));
+	uint32_t count, max, manual, signaled;
+
+	assert_non_null(sh);
+	sh->dev = DEV_OPEN();
+	sh->objs[0] = NEW_SEM(sh->dev, 0, 1000000);
+	sh->objs[1] = NEW_EVENT(sh->dev, 1, 0);		/* quit */
+	sh->objs[2] = NEW_EVENT(sh->dev, 0, 0);		/* alert */
+	sh->iterations = scaled(6000);
+	run_workers(sh, storm_driver, THREADS);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->timeouts), 0);
+	CHECK_OK(sem_read(sh->objs[0], &count, &max));
+	CHECK_OK(event_read(sh->objs[2], &manual, &signaled));
+	print_message("%ld semaphore and %ld alert acquisitions\n",
+		      atomic_load(&sh->sem_acquired), atomic_load(&sh->alert_acquired));
+	assert_int_equal(atomic_load(&sh->sem_acquired) + count,
+			 atomic_load(&sh->done[0]));
+	assert_int_equal(atomic_load(&sh->alert_acquired) + signaled,
+			 atomic_load(&sh->done[1]));
+	for (int i = 0; i < 3; i++)
+		close(sh->objs[i]);
+	close(sh->dev);
+	free(sh);
+}
+
+/* Many threads on one manual event toggled by set/reset/pulse: every
+ * waiter returns with index 0 and the previous states are consistent. */
+static void *toggle_worker(void *arg)
+{
+	struct worker *me = arg;
+	struct shared *sh = me->sh;
+	uint32_t index;
+
+	if (me->id == 0) {
+		for (long i = 0; i < sh->iterations; i++) {
+			uint32_t prev = POISON32;
+			int r;
+
+			switch (i % 3) {
+			case 0: r = event_set(sh->objs[0], &prev); break;
+			case 1: r = event_reset(sh->objs[0], &prev); break;
+			default: r = event_pulse(sh->objs[0], &prev); break;
+			}
+			if (r < 0 || prev > 1)
+				note_error(sh, "event op failed", me->id, i);
+		}
+		atomic_store(&sh->stop, 1);
+		event_set(sh->objs[0], NULL);
+		return NULL;
+	}
+	for (long i = 0; !atomic_load(&sh->stop); i++) {
+		index = POISON32;
+		if (guarded_wait(sh, false, sh->objs, 1, 1, 0, &index) < 0 || index != 0) {
+			note_error(sh, "wait failed", me->id, i);
+			return NULL;
+		}
+		atomic_fetch_add(&sh->done[me->id], 1);
+	}
+	return NULL;
+}
+
+TEST(manual_event_toggle_storm_keeps_waiters_consistent)
+{
+	struct shared *sh = calloc(1, sizeof(*sh));
+
+	assert_non_null(sh);
+	sh->dev = DEV_OPEN();
+	sh->objs[0] = NEW_EVENT(sh->dev, 1, 0);
+	sh->iterations = scaled(3000);
+	run_workers(sh, toggle_worker, THREADS);
+	assert_int_equal(atomic_load(&sh->errors), 0);
+	assert_int_equal(atomic_load(&sh->timeouts), 0);
+	ASSERT_EVENT(sh->objs[0], 1, 1);
+	close(sh->objs[0]);
+	close(sh->dev);
+	free(sh);
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(mutex_contention_no_lost_or_doubled_acquisition),
+	cmocka_unit_test(semaphore_contention_respects_count),
+	cmocka_unit_test(wait_all_overlapping_sets_all_progress),
+	cmocka_unit_test(alert_storm_accounts_for_every_acquisition),
+	cmocka_unit_test(manual_event_toggle_storm_keeps_waiters_consistent),
+};
+
 NTSYNC_TEST_MAIN("stress", tests, true)
