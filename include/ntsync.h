@@ -97,7 +97,8 @@ enum ntsync_timeout_kind {
  * -ETIMEDOUT without sleeping.  Build one with the ntsync_timeout_*()
  * helpers; a zero-initialised struct is an infinite time-out.  MONOTONIC
  * deadlines are read in the caller's time namespace, as clock_gettime(2)
- * gives them.
+ * gives them.  A deadline above INT64_MAX ns (after the year 2262 on either
+ * clock) is treated as infinite: the kernel cannot represent it.
  */
 struct ntsync_timeout {
 	uint64_t ns;		/* deadline; ignored when kind is INFINITE */
@@ -192,8 +193,8 @@ NTSYNC_API struct ntsync_timeout ntsync_timeout_infinite(void);
 /* Absolute deadlines on CLOCK_MONOTONIC / CLOCK_REALTIME, in ns. */
 NTSYNC_API struct ntsync_timeout ntsync_timeout_monotonic(uint64_t deadline_ns);
 NTSYNC_API struct ntsync_timeout ntsync_timeout_realtime(uint64_t deadline_ns);
-/* A MONOTONIC deadline rel_ns from now; 0 means poll.  Saturates to infinite
- * if the deadline does not fit in 64 bits (about 584 years). */
+/* A MONOTONIC deadline rel_ns from now; 0 means poll.  Infinite if the
+ * deadline would lie beyond INT64_MAX ns (about 292 years of uptime). */
 NTSYNC_API struct ntsync_timeout ntsync_timeout_relative(uint64_t rel_ns);
 
 #ifdef __cplusplus

@@ -243,6 +243,18 @@ NTSYNC_API int ntsync_event_read(int event, bool *manual, bool *signaled)
 
 /* --- waits -------------------------------------------------------------- */
 
+/*
+ * The kernel keeps deadlines as signed 64-bit nanoseconds.  Mainline turns a
+ * deadline above INT64_MAX (other than U64_MAX) into a negative time that
+ * has passed, so the wait times out at once; this project's module waits for
+ * ever instead.  Such a deadline lies after the year 2262 on either clock,
+ * so the library sends it as "infinite" and both drivers agree.
+ */
+static __u64 deadline(uint64_t ns)
+{
+	return ns > (uint64_t)INT64_MAX ? UINT64_MAX : ns;
+}
+
 static int do_wait(unsigned long request, struct ntsync_device *dev,
 		   const int *objs, uint32_t count, uint32_t owner, int alert,
 		   struct ntsync_timeout timeout, uint32_t *index)
@@ -271,10 +283,10 @@ static int do_wait(unsigned long request, struct ntsync_device *dev,
 		args.timeout = UINT64_MAX;
 		break;
 	case NTSYNC_TIMEOUT_MONOTONIC:
-		args.timeout = timeout.ns;
+		args.timeout = deadline(timeout.ns);
 		break;
 	case NTSYNC_TIMEOUT_REALTIME:
-		args.timeout = timeout.ns;
+		args.timeout = deadline(timeout.ns);
 		args.flags = NTSYNC_WAIT_REALTIME;
 		break;
 	default:
@@ -343,7 +355,7 @@ NTSYNC_API struct ntsync_timeout ntsync_timeout_relative(uint64_t rel_ns)
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		return ntsync_timeout_monotonic(0);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (rel_ns >= UINT64_MAX - now)
+	if (now > (uint64_t)INT64_MAX || rel_ns > (uint64_t)INT64_MAX - now)
 		return ntsync_timeout_infinite();
 	return ntsync_timeout_monotonic(now + rel_ns);
 }

@@ -692,6 +692,45 @@ static void timeout_relative_saturates(void **state)
 	assert_int_equal(t.kind, NTSYNC_TIMEOUT_INFINITE);
 	t = ntsync_timeout_relative(UINT64_MAX - mono_now());
 	assert_int_equal(t.kind, NTSYNC_TIMEOUT_INFINITE);
+	/* the kernel's deadlines are signed: beyond INT64_MAX is infinite */
+	t = ntsync_timeout_relative((uint64_t)INT64_MAX);
+	assert_int_equal(t.kind, NTSYNC_TIMEOUT_INFINITE);
+	t = ntsync_timeout_relative((uint64_t)INT64_MAX - mono_now() - 1000);
+	assert_int_equal(t.kind, NTSYNC_TIMEOUT_MONOTONIC);
+	assert_true(t.ns <= (uint64_t)INT64_MAX);
+}
+
+/* Deadlines the kernel cannot hold as signed ns go down as infinite, so
+ * mainline (which would time out at once) and our module agree. */
+static void wait_far_deadline_is_infinite(void **state)
+{
+	static const struct {
+		uint64_t ns;
+		uint64_t sent;
+	} cases[] = {
+		{ (uint64_t)INT64_MAX, (uint64_t)INT64_MAX },
+		{ (uint64_t)INT64_MAX + 1, UINT64_MAX },
+		{ UINT64_MAX - 1, UINT64_MAX },
+		{ UINT64_MAX, UINT64_MAX },
+	};
+	int obj = 10;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fake_result(0, NULL, 0);
+		assert_int_equal(ntsync_wait_any(*state, &obj, 1, 1,
+						 NTSYNC_NO_ALERT,
+						 ntsync_timeout_monotonic(cases[i].ns),
+						 NULL), 0);
+		assert_true(last_wait().timeout == cases[i].sent);
+		assert_int_equal(last_wait().flags, 0);
+		assert_int_equal(ntsync_wait_all(*state, &obj, 1, 1,
+						 NTSYNC_NO_ALERT,
+						 ntsync_timeout_realtime(cases[i].ns),
+						 NULL), 0);
+		assert_true(last_wait().timeout == cases[i].sent);
+		assert_int_equal(last_wait().flags, NTSYNC_WAIT_REALTIME);
+	}
 }
 
 /* The retry idiom from the header: the same deadline goes to the kernel on
@@ -748,6 +787,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(wait_failure_leaves_index, setup_dev, teardown_dev),
 		cmocka_unit_test_setup_teardown(wait_alert_index_is_count, setup_dev, teardown_dev),
 		cmocka_unit_test_setup_teardown(wait_retry_keeps_deadline, setup_dev, teardown_dev),
+		cmocka_unit_test_setup_teardown(wait_far_deadline_is_infinite, setup_dev, teardown_dev),
 		cmocka_unit_test(timeout_constructors),
 		cmocka_unit_test(timeout_relative_is_monotonic_deadline),
 		cmocka_unit_test(timeout_relative_saturates),
