@@ -414,6 +414,10 @@ int ntsync_test_main(int argc, char **argv, const char *group,
 	struct sigaction sa;
 	int failed;
 
+	/* Line-buffered, so a runner that merges stdout and stderr keeps
+	 * each message next to the result of its test case. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
 	if (argc > 1 && !strcmp(argv[1], "--list")) {
 		for (size_t i = 0; i < count; i++)
 			printf("%s\n", tests[i].name);
