@@ -4,15 +4,19 @@
 # against the installed header and library, and run it.  Also checks the
 # installed file set: SONAME links, the header (and no <linux/ntsync.h>),
 # the pkg-config file and, when docs are on, the manual pages.
-# Usage: check-install.sh MESON BUILDDIR PREFIX LIBDIR INCLUDEDIR MANDIR DOCS CC...
+# Usage: check-install.sh MESON BUILDDIR PREFIX LIBDIR INCLUDEDIR MANDIR DOCS SANITIZE CC...
 set -eu
 
-if [ $# -lt 8 ]; then
-	echo "usage: $0 MESON BUILDDIR PREFIX LIBDIR INCLUDEDIR MANDIR DOCS(true|false) CC... (normally run by meson test)" >&2
+if [ $# -lt 9 ]; then
+	echo "usage: $0 MESON BUILDDIR PREFIX LIBDIR INCLUDEDIR MANDIR DOCS(true|false) SANITIZE CC... (normally run by meson test)" >&2
 	exit 2
 fi
-meson=$1 build=$2 prefix=$3 libdir=$4 includedir=$5 mandir=$6 docs=$7
-shift 7
+meson=$1 build=$2 prefix=$3 libdir=$4 includedir=$5 mandir=$6 docs=$7 sanitize=$8
+shift 8
+if [ "$sanitize" != none ]; then
+	echo "SKIP: a sanitizer build (b_sanitize=$sanitize) cannot be linked by a plain consumer"
+	exit 77
+fi
 if ! command -v pkg-config >/dev/null 2>&1; then
 	echo "SKIP: pkg-config not found (apt-get install pkgconf)"
 	exit 77
