@@ -3,8 +3,10 @@
  * libntsync against a real /dev/ntsync: every call once, end to end, to show
  * that the library's structures and results match the driver's.  The
  * behaviour of the driver itself is tested in depth by the conformance
- * suite in tests/.  Exits 77 (skipped) where there is no /dev/ntsync; the
- * device path can be overridden with NTSYNC_DEVICE.
+ * suite in tests/.  Exits 77 (skipped) where the device cannot be opened;
+ * the device path can be overridden with NTSYNC_DEVICE.  Installed as
+ * test-libntsync next to the conformance suite, so ntsync-run-tests runs it
+ * in guests too.
  */
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,7 +285,7 @@ static void objects_outlive_handle(void **state)
 	close(sem);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(semaphore, setup, teardown),
@@ -293,12 +296,40 @@ int main(void)
 		cmocka_unit_test_setup_teardown(wake_from_other_thread, setup, teardown),
 		cmocka_unit_test(objects_outlive_handle),
 	};
+	struct ntsync_device *dev;
+	size_t i;
+	int ret;
 
-	if (access(device_path(), F_OK) != 0) {
-		printf("SKIP: %s does not exist (ntsync driver not loaded)\n",
-		       device_path());
+	/* Same command line as the conformance suite's binaries, so that
+	 * ntsync-run-tests can list, filter and count this one too. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+			 strcmp(argv[1], "-h") == 0)) {
+		printf("Usage: %s [--list] [PATTERN]\n"
+		       "libntsync against a real device (NTSYNC_DEVICE, default "
+		       NTSYNC_DEFAULT_PATH ").\n"
+		       "Exit status 77: skipped (no usable device).\n", argv[0]);
+		return 0;
+	}
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+		fprintf(stderr, "%s: unknown arguments; try --help\n", argv[0]);
+		return 2;
+	}
+	if (argc == 2)
+		cmocka_set_test_filter(argv[1]);
+
+	ret = ntsync_open(device_path(), &dev);
+	if (ret < 0) {
+		printf("libntsync: SKIP: cannot open %s: %s%s\n", device_path(),
+		       strerror(-ret), ret == -ENOENT ?
+		       " (load the ntsync module: modprobe ntsync)" : "");
 		return 77;
 	}
-	return cmocka_run_group_tests_name("libntsync-device", tests, NULL,
-					   NULL);
+	ntsync_close(dev);
+	return cmocka_run_group_tests_name("libntsync", tests, NULL, NULL);
 }
