@@ -774,6 +774,8 @@ static uint64_t bench_queue(const struct row *row, uint64_t iters)
 /* ------------------------------------------------------------------ */
 /* kernel memory per object                                            */
 
+static int cmp_double(const void *a, const void *b);
+
 struct slab_cache {
 	char name[64];
 	unsigned long active;
@@ -842,18 +844,25 @@ static int64_t meminfo_slab(void)
 }
 
 /*
- * Caches that grew by at least half an object per created object, as
- * "filp 1.00x256B, kmalloc-cg-64 1.00x64B".
+ * The caches that grew by at least half an object per created object,
+ * counted in whole objects: "filp 1x256 + kmalloc-cg-64 1x64".  SLUB's
+ * active counts are approximate (free objects in per-CPU slabs count as
+ * active), so the raw byte delta runs a few percent low when a
+ * repetition reuses the slabs that the previous one freed; whole
+ * objects are the figure to compare.  Returns bytes per object.
  */
-static void slab_breakdown(const struct slab_snap *a, const struct slab_snap *b,
-			   unsigned int nobj, char *out, size_t len)
+static double slab_whole(const struct slab_snap *a, const struct slab_snap *b,
+			 unsigned int nobj, char *out, size_t len)
 {
 	size_t used = 0;
+	double total = 0;
 
-	out[0] = '\0';
+	if (len)
+		out[0] = '\0';
 	for (size_t i = 0; i < b->n; i++) {
 		unsigned long before = 0;
 		double per;
+		long whole;
 
 		for (size_t j = 0; j < a->n; j++) {
 			if (!strcmp(a->c[j].name, b->c[i].name)) {
@@ -864,16 +873,18 @@ static void slab_breakdown(const struct slab_snap *a, const struct slab_snap *b,
 		if (b->c[i].active <= before)
 			continue;
 		per = (double)(b->c[i].active - before) / nobj;
-		if (per < 0.5)
+		whole = lround(per);
+		if (whole < 1)
 			continue;
-		used += (size_t)snprintf(out + used, used < len ? len - used : 0,
-					 "%s%s %.2fx%luB", used ? ", " : "",
-					 b->c[i].name, per, b->c[i].size);
-		if (used >= len)
-			break;
+		total += (double)whole * (double)b->c[i].size;
+		if (used < len)
+			used += (size_t)snprintf(out + used, len - used,
+						 "%s%s %ldx%lu", used ? " + " : "",
+						 b->c[i].name, whole, b->c[i].size);
 	}
 	if (used >= len && len > 4)
 		strcpy(out + len - 4, "...");
+	return total;
 }
 
 static int create_obj(enum obj_type type)
@@ -930,20 +941,22 @@ static unsigned int prepare_fd_room(unsigned int want)
 }
 
 /*
- * Fills per_rep[] with bytes per object and detail with the caches that
- * grew in the last repetition.
+ * Fills per_rep[] with bytes per object (whole slab objects when
+ * /proc/slabinfo is readable, else the /proc/meminfo Slab delta), *raw
+ * with the median raw delta, and detail with the caches that grew.
  */
 static void mem_measure(enum obj_type type, unsigned int reps,
-			  double *per_rep, char *detail, size_t dlen)
+			double *per_rep, double *raw, char *detail, size_t dlen)
 {
 	unsigned int n = mem_objects;
 	int *fds = xcalloc(n, sizeof(int));
+	double raws[MAX_RUNS];
 
 	detail[0] = '\0';
 	/* warm the caches so the first repetition is not special */
-	for (unsigned int i = 0; i < 256 && i < n; i++)
+	for (unsigned int i = 0; i < n; i++)
 		fds[i] = create_obj(type);
-	for (unsigned int i = 0; i < 256 && i < n; i++)
+	for (unsigned int i = 0; i < n; i++)
 		close(fds[i]);
 
 	for (unsigned int r = 0; r < reps; r++) {
@@ -955,14 +968,16 @@ static void mem_measure(enum obj_type type, unsigned int reps,
 			fds[i] = create_obj(type);
 		m1 = meminfo_slab();
 		if (have_slabinfo && slab_snapshot(&b)) {
-			per_rep[r] = ((double)b.bytes - (double)a.bytes) / n;
+			raws[r] = ((double)b.bytes - (double)a.bytes) / n;
+			per_rep[r] = slab_whole(&a, &b, n,
+						r == reps - 1 ? detail : NULL,
+						r == reps - 1 ? dlen : 0);
 			snprintf(mem_method, sizeof(mem_method), "/proc/slabinfo");
-			if (r == reps - 1)
-				slab_breakdown(&a, &b, n, detail, dlen);
 			slab_free(&b);
 		} else {
-			per_rep[r] = m0 < 0 || m1 < 0 ? NAN :
-				     ((double)m1 - (double)m0) / n;
+			raws[r] = m0 < 0 || m1 < 0 ? NAN :
+				  ((double)m1 - (double)m0) / n;
+			per_rep[r] = raws[r];
 			snprintf(mem_method, sizeof(mem_method),
 				 "/proc/meminfo Slab");
 		}
@@ -970,6 +985,8 @@ static void mem_measure(enum obj_type type, unsigned int reps,
 		for (unsigned int i = 0; i < n; i++)
 			close(fds[i]);
 	}
+	qsort(raws, reps, sizeof(double), cmp_double);
+	*raw = raws[reps / 2];
 	free(fds);
 }
 
@@ -983,6 +1000,8 @@ struct result {
 	unsigned int runs;
 	double v[MAX_RUNS];	/* ns/op (time) or bytes/object (memory) */
 	double median, min, max, q1, q3;
+	double raw_median;	/* memory rows: raw slab byte delta */
+	double seconds;		/* the row took, calibration included */
 	char detail[512];
 };
 
@@ -1036,6 +1055,11 @@ struct env {
 	char version[64];
 	char srcversion[64];
 	char driver[32];	/* "ours", "in-tree", "built-in", "none" */
+	char clocksource[32];	/* at the start of the rows */
+	char clocksource_end[32];
+	double clock_wait_s;	/* waited for tsc-early to go */
+	double busy_pct;	/* CPU used by others just before the rows */
+	double quiet_wait_s;	/* waited for it to drop */
 	char label[64];		/* --label, default = driver */
 };
 
@@ -1114,6 +1138,85 @@ static void detect_env(struct env *e, const char *label)
 	snprintf(e->label, sizeof(e->label), "%s", label ? label : e->driver);
 }
 
+#define CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+/*
+ * Early in boot x86 runs on "tsc-early", whose calibration under QEMU's
+ * icount can be off by a large factor; figures taken before the kernel
+ * switches to "tsc" are on another scale.  Sleeping costs nothing under
+ * -icount sleep=off, so wait (up to a minute) for the switch.
+ */
+static void wait_for_clocksource(struct env *e, FILE *out)
+{
+	uint64_t t0 = now_ns();
+
+	read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
+	if (strcmp(e->clocksource, "tsc-early"))
+		return;
+	fprintf(out, "note:   clocksource is tsc-early; waiting for the kernel to switch to tsc ...\n");
+	for (int i = 0; i < 240 && !strcmp(e->clocksource, "tsc-early"); i++) {
+		struct timespec ts = { 0, 250000000 };
+
+		nanosleep(&ts, NULL);
+		read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
+	}
+	e->clock_wait_s = (double)(now_ns() - t0) / 1e9;
+}
+
+/* busy and total jiffies of all CPUs from /proc/stat */
+static bool cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "re");
+	int n;
+
+	if (!f)
+		return false;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 4)
+		return false;
+	*total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+	*busy = *total - v[3] - v[4];
+	return true;
+}
+
+/*
+ * Right after boot a one-CPU guest still runs the kernel's crypto self
+ * tests and other deferred work; on one CPU that work lands inside the
+ * measurements (it tripled the null syscall row here).  Sleep until the
+ * machine is quiet: idle time is free under -icount sleep=off.  Gives up
+ * after max_s seconds and says how busy the machine was.
+ */
+static void wait_for_quiet(struct env *e, FILE *out, double max_s)
+{
+	uint64_t t0 = now_ns();
+	bool said = false;
+
+	e->busy_pct = -1;
+	for (;;) {
+		unsigned long long b0, t0j, b1, t1j;
+		struct timespec ts = { 0, 300000000 };
+
+		if (!cpu_jiffies(&b0, &t0j))
+			return;
+		nanosleep(&ts, NULL);
+		if (!cpu_jiffies(&b1, &t1j))
+			return;
+		e->busy_pct = t1j > t0j ? 100.0 * (double)(b1 - b0) /
+					  (double)(t1j - t0j) : 0;
+		e->quiet_wait_s = (double)(now_ns() - t0) / 1e9;
+		if (e->busy_pct <= 5 || e->quiet_wait_s >= max_s)
+			return;
+		if (!said) {
+			fprintf(out, "note:   %.0f%% of the CPU time is used by other work; waiting up to %.0f s for quiet ...\n",
+				e->busy_pct, max_s);
+			said = true;
+		}
+	}
+}
+
 static void print_env(FILE *out, const struct env *e, const char *mode,
 		      unsigned int runs, double budget_ms)
 {
@@ -1138,6 +1241,17 @@ static void print_env(FILE *out, const struct env *e, const char *mode,
 		fprintf(out, "driver: /dev/ntsync cannot be opened (%s): the ntsync rows are skipped\n",
 			e->device_error);
 	}
+	fprintf(out, "clock:  clocksource %s%s", e->clocksource[0] ? e->clocksource : "?",
+		!strcmp(e->clocksource, "tsc-early") ?
+		" (still early-boot calibration: figures may be off by a large factor)" : "");
+	if (e->clock_wait_s > 0)
+		fprintf(out, " (waited %.1f s for it)", e->clock_wait_s);
+	fputc('\n', out);
+	if (e->busy_pct >= 0)
+		fprintf(out, "load:   other work used %.0f%% of the CPU time just before the rows%s%s\n",
+			e->busy_pct, e->busy_pct > 5 ?
+			": figures include that noise" : " (quiet)",
+			e->quiet_wait_s >= 1 ? " (after waiting)" : "");
 	fprintf(out,
 		"time:   CLOCK_MONOTONIC ns. Under QEMU -icount shift=0,sleep=off this is\n"
 		"        guest-instruction time (1 ns per guest instruction): repeatable to\n"
@@ -1155,7 +1269,8 @@ static struct {
 	const char *only;
 	const char *label;
 	int cpu;
-} opt = { .cpu = -1 };
+	double wait_s;		/* longest wait for a quiet machine */
+} opt = { .cpu = -1, .wait_s = 20 };
 
 static const char *current_row;
 
@@ -1223,6 +1338,8 @@ static void run_row(const struct row *row, struct result *r, const struct env *e
 {
 	unsigned int runs = opt.runs;
 
+	uint64_t t0 = now_ns();
+
 	current_row = row->id;
 	if (row->ntsync && !e->device) {
 		r->status = RES_SKIPPED;
@@ -1237,17 +1354,20 @@ static void run_row(const struct row *row, struct result *r, const struct env *e
 			r->v[i] = (double)row->fn(row, r->iters) / (double)r->iters;
 	} else {
 		r->iters = mem_objects;
-		mem_measure((enum obj_type)row->param, runs, r->v, r->detail,
-			    sizeof(r->detail));
+		runs = runs < 3 ? runs : 3;	/* the figure barely moves */
+		mem_measure((enum obj_type)row->param, runs, r->v,
+			    &r->raw_median, r->detail, sizeof(r->detail));
 		if (mem_method[0]) {
 			size_t l = strlen(r->detail);
 
-			snprintf(r->detail + l, sizeof(r->detail) - l, "%s[%s%s%s]",
-				 l ? " " : "", mem_method,
+			snprintf(r->detail + l, sizeof(r->detail) - l,
+				 "%s[%s, raw delta %.0f B/object%s%s]",
+				 l ? " " : "", mem_method, r->raw_median,
 				 mem_note[0] ? "; " : "", mem_note);
 		}
 	}
 	alarm(0);
+	r->seconds = (double)(now_ns() - t0) / 1e9;
 	r->runs = runs;
 	r->status = RES_OK;
 	summarize(r);
@@ -1347,6 +1467,12 @@ static void write_json(FILE *f, const struct env *e, const struct result *res)
 	json_str(f, e->cpu);
 	fprintf(f, ",\n    \"cpus\": %ld,\n    \"virt\": ", e->cpus);
 	json_str(f, e->virt);
+	fprintf(f, ",\n    \"clocksource\": ");
+	json_str(f, e->clocksource);
+	fprintf(f, ",\n    \"clocksource_end\": ");
+	json_str(f, e->clocksource_end);
+	fprintf(f, ",\n    \"busy_percent_before\": ");
+	json_num(f, e->busy_pct);
 	fprintf(f, "\n  },\n  \"driver\": {\n    \"device\": %s,\n",
 		e->device ? "true" : "false");
 	fprintf(f, "    \"module\": %s,\n    \"loadable\": %s,\n    \"out_of_tree\": %s,\n",
@@ -1400,11 +1526,14 @@ static void write_json(FILE *f, const struct env *e, const struct result *res)
 			json_num(f, 1e9 / r->median);
 			fprintf(f, ", \"iters\": %" PRIu64, r->iters);
 		} else {
-			fprintf(f, ", \"objects\": %" PRIu64 ", \"detail\": ",
+			fprintf(f, ", \"objects\": %" PRIu64 ", \"raw_median\": ",
 				r->iters);
+			json_num(f, r->raw_median);
+			fprintf(f, ", \"detail\": ");
 			json_str(f, r->detail);
 		}
-		fprintf(f, ", \"runs\": %u, \"values\": [", r->runs);
+		fprintf(f, ", \"seconds\": %.3f, \"runs\": %u, \"values\": [",
+			r->seconds, r->runs);
 		for (unsigned int k = 0; k < r->runs; k++) {
 			if (k)
 				fputs(", ", f);
@@ -1945,21 +2074,22 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: %s [--quick] [--json[=FILE]] [--runs N] [--budget MS] [--only IDS]\n"
-		"                    [--objects N] [--cpu N] [--label NAME]\n"
+		"                    [--objects N] [--cpu N] [--label NAME] [--wait S]\n"
 		"       %s --compare A.json B.json\n"
 		"       %s --list | --help | --version\n"
 		"\n"
 		"Measures /dev/ntsync next to futexes, eventfd+poll and pipe RPC.\n"
 		"\n"
-		"  -q, --quick         short run (3 runs of ~40 ms per row) for a demo\n"
+		"  -q, --quick         short run (3 runs of ~25 ms per row) for a demo\n"
 		"  -j, --json[=FILE]   write results as JSON to FILE, or to stdout (the table\n"
 		"                      then goes to stderr); \"--json FILE\" works too\n"
 		"  -r, --runs N        runs per row (default 5, quick 3; at most %d)\n"
-		"  -b, --budget MS     length of one run in ms (default 180, quick 40)\n"
+		"  -b, --budget MS     length of one run in ms (default 120, quick 25)\n"
 		"  -o, --only IDS      only rows whose id starts with one of IDS (comma list)\n"
 		"  -n, --objects N     objects for the memory rows (default %d)\n"
 		"  -c, --cpu N         pin every thread to CPU N\n"
 		"  -l, --label NAME    name of this run in --compare (default: driver kind)\n"
+		"  -w, --wait S        wait up to S seconds for other work to stop (default 20)\n"
 		"      --compare A B   one table of two JSON files, ratio A/B per row\n"
 		"      --list          list the rows\n"
 		"\n"
@@ -1993,20 +2123,22 @@ int main(int argc, char **argv)
 		{ "objects", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "wait", required_argument, NULL, 'w' },
 		{ "compare", no_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool compare = false, json = false;
+	bool compare = false, json = false, wait_set = false;
 	long budget_ms = -1;
 	struct result *res;
 	struct env env;
 	FILE *out, *jf = NULL;
+	uint64_t t_start;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qj::r:b:o:n:c:l:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qj::r:b:o:n:c:l:w:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			opt.quick = true;
@@ -2033,6 +2165,10 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			opt.label = optarg;
+			break;
+		case 'w':
+			opt.wait_s = (double)parse_ulong("--wait", optarg, 0, 3600);
+			wait_set = true;
 			break;
 		case 'C':
 			compare = true;
@@ -2080,7 +2216,9 @@ int main(int argc, char **argv)
 	if (!opt.runs)
 		opt.runs = opt.quick ? 3 : 5;
 	if (budget_ms < 0)
-		budget_ms = opt.quick ? 40 : 180;
+		budget_ms = opt.quick ? 25 : 120;
+	if (!wait_set)
+		opt.wait_s = opt.quick ? 10 : 20;
 	opt.budget_ns = (double)budget_ms * 1e6;
 
 	if (opt.cpu >= 0) {
@@ -2109,11 +2247,14 @@ int main(int argc, char **argv)
 	if (env.device)
 		mem_objects = prepare_fd_room(mem_objects);
 
+	wait_for_clocksource(&env, out);
+	wait_for_quiet(&env, out, opt.wait_s);
 	print_env(out, &env, opt.quick ? "quick" : "full", opt.runs,
 		  opt.budget_ns / 1e6);
 	print_header(out);
 
 	res = xcalloc(NROWS, sizeof(*res));
+	t_start = now_ns();
 	{
 		const char *group = NULL;
 
@@ -2128,6 +2269,11 @@ int main(int argc, char **argv)
 			print_row(out, &rows[i], &res[i]);
 		}
 	}
+	fprintf(out, "\nrows took %.1f s (clock above)\n", (double)(now_ns() - t_start) / 1e9);
+	read_line(CLOCKSOURCE, env.clocksource_end, sizeof(env.clocksource_end));
+	if (strcmp(env.clocksource, env.clocksource_end))
+		fprintf(out, "\nwarning: the clocksource changed from %s to %s during the run: rows before the switch are on another time scale; run again\n",
+			env.clocksource, env.clocksource_end);
 	if (!env.device)
 		fprintf(out, "\nnote: /dev/ntsync is missing or cannot be opened (%s): the ntsync rows were skipped.\n",
 			env.device_error);
