@@ -74,14 +74,16 @@ kernel_has_in_tree() {
 
 build_ours_directly() {
 	# For kernels with an in-tree driver DKMS leaves alone: build ours for this kernel by hand.
-	local src=/usr/src/ntsync-$VERSION/module
-	[ -d "$src" ] || src=$IN/src/module
+	# (module/ needs ../VERSION and ../include/uapi: copy the whole source tree.)
+	local src=/usr/src/ntsync-$VERSION
+	[ -f "$src/module/Makefile" ] || src=$IN/src
+	say "building our module from $src for $(uname -r)"
 	rm -rf /var/tmp/ntsync-build
 	cp -a "$src" /var/tmp/ntsync-build
-	if ! shown "$OUT/build.log" make -C /var/tmp/ntsync-build KDIR="/lib/modules/$(uname -r)/build"; then
+	if ! shown "$OUT/build.log" make -C /var/tmp/ntsync-build/module KDIR="/lib/modules/$(uname -r)/build"; then
 		return 1
 	fi
-	OURS_KO=/var/tmp/ntsync-build/ntsync.ko
+	OURS_KO=/var/tmp/ntsync-build/module/ntsync.ko
 }
 
 load_driver() {
