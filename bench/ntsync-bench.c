@@ -1061,6 +1061,7 @@ struct env {
 	double busy_pct;	/* CPU used by others just before the rows */
 	double quiet_wait_s;	/* waited for it to drop */
 	char label[64];		/* --label, default = driver */
+	char date[32];		/* UTC, ISO 8601 */
 };
 
 static void detect_env(struct env *e, const char *label)
@@ -1071,6 +1072,13 @@ static void detect_env(struct env *e, const char *label)
 	bool hyper = false;
 
 	memset(e, 0, sizeof(*e));
+	{
+		time_t now = time(NULL);
+		struct tm tm;
+
+		if (gmtime_r(&now, &tm))
+			strftime(e->date, sizeof(e->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
 	if (uname(&u) == 0) {
 		snprintf(e->kernel, sizeof(e->kernel), "%s", u.release);
 		snprintf(e->kversion, sizeof(e->kversion), "%s", u.version);
@@ -1220,8 +1228,8 @@ static void wait_for_quiet(struct env *e, FILE *out, double max_s)
 static void print_env(FILE *out, const struct env *e, const char *mode,
 		      unsigned int runs, double budget_ms)
 {
-	fprintf(out, "ntsync-bench %s: %s mode, %u runs per row, ~%.0f ms per run\n",
-		NTSYNC_BENCH_VERSION, mode, runs, budget_ms);
+	fprintf(out, "ntsync-bench %s: %s mode, %u runs per row, ~%.0f ms per run, %s\n",
+		NTSYNC_BENCH_VERSION, mode, runs, budget_ms, e->date);
 	fprintf(out, "where:  Linux %s %s, %s, %ld CPU%s online\n", e->kernel,
 		e->kversion, e->machine, e->cpus, e->cpus == 1 ? "" : "s");
 	fprintf(out, "        %s%s%s\n", e->cpu[0] ? e->cpu : "unknown CPU",
@@ -1248,10 +1256,10 @@ static void print_env(FILE *out, const struct env *e, const char *mode,
 		fprintf(out, " (waited %.1f s for it)", e->clock_wait_s);
 	fputc('\n', out);
 	if (e->busy_pct >= 0)
-		fprintf(out, "load:   other work used %.0f%% of the CPU time just before the rows%s%s\n",
+		fprintf(out, "load:   other work used %.0f%% of the CPU time just before the rows (%s, waited %.1f s)\n",
 			e->busy_pct, e->busy_pct > 5 ?
-			": figures include that noise" : " (quiet)",
-			e->quiet_wait_s >= 1 ? " (after waiting)" : "");
+			"busy: figures include that noise" : "quiet",
+			e->quiet_wait_s);
 	fprintf(out,
 		"time:   CLOCK_MONOTONIC ns. Under QEMU -icount shift=0,sleep=off this is\n"
 		"        guest-instruction time (1 ns per guest instruction): repeatable to\n"
@@ -1457,7 +1465,9 @@ static void write_json(FILE *f, const struct env *e, const struct result *res)
 		"  \"budget_ns\": %.0f,\n", opt.quick ? "quick" : "full", opt.runs,
 		opt.budget_ns);
 	fprintf(f, "  \"time_note\": \"CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time\",\n");
-	fprintf(f, "  \"env\": {\n    \"kernel\": ");
+	fprintf(f, "  \"date\": ");
+	json_str(f, e->date);
+	fprintf(f, ",\n  \"env\": {\n    \"kernel\": ");
 	json_str(f, e->kernel);
 	fprintf(f, ",\n    \"kernel_version\": ");
 	json_str(f, e->kversion);
@@ -1843,8 +1853,10 @@ static void describe_file(const char *tag, const char *path,
 	const struct jv *env = jget(root, "env");
 	const struct jv *drv = jget(root, "driver");
 
-	printf("%s = %s: \"%s\" - Linux %s, %.0f CPU(s), %s; driver %s%s%s%s; %s mode\n",
-	       tag, path, file_label(root), jgets(env, "kernel"),
+	printf("%s = %s: \"%s\" - %s, Linux %s, %.0f CPU(s), %s; driver %s%s%s%s; %s mode\n",
+	       tag, path, file_label(root),
+	       jgets(root, "date")[0] ? jgets(root, "date") : "date unknown",
+	       jgets(env, "kernel"),
 	       isfinite(jgetn(env, "cpus")) ? jgetn(env, "cpus") : 0.0,
 	       jgets(env, "virt")[0] ? jgets(env, "virt") : "?",
 	       jgets(drv, "kind"),
