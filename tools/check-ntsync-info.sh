@@ -118,6 +118,7 @@ mkdir -p "$tmp/oot/sys/module/ntsync" "$tmp/oot/lib/modules/$rel/updates/dkms"
 echo 1.0.0 >"$tmp/oot/sys/module/ntsync/version"
 echo ABCDEF0123456789 >"$tmp/oot/sys/module/ntsync/srcversion"
 echo OE >"$tmp/oot/sys/module/ntsync/taint"
+echo live >"$tmp/oot/sys/module/ntsync/initstate"
 : >"$tmp/oot/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
 expect_rc 1 "fake out-of-tree module" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --json --device "$tmp/no-such-node"
 expect_json .driver.kind out-of-tree
@@ -126,8 +127,9 @@ expect_json .driver.out_of_tree true
 expect_json .driver.dkms_file "/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
 
 mkdir -p "$tmp/intree/sys/module/ntsync" "$tmp/intree/lib/modules/$rel/kernel/drivers/misc"
-echo 0123456789ABCDEF >"$tmp/intree/sys/module/ntsync/srcversion"
+# (no srcversion: not every in-tree module has one)
 : >"$tmp/intree/sys/module/ntsync/taint"
+echo live >"$tmp/intree/sys/module/ntsync/initstate"
 : >"$tmp/intree/lib/modules/$rel/kernel/drivers/misc/ntsync.ko.xz"
 expect_rc 1 "fake in-tree module" env NTSYNC_INFO_SYSROOT="$tmp/intree" "$info" --json --device "$tmp/no-such-node"
 expect_json .driver.kind in-tree
@@ -136,7 +138,11 @@ expect_json .driver.in_tree_file "/lib/modules/$rel/kernel/drivers/misc/ntsync.k
 
 mkdir -p "$tmp/builtin/proc"
 printf '125 ntsync\n237 loop-control\n' >"$tmp/builtin/proc/misc"
+mkdir -p "$tmp/builtin2/sys/module/ntsync/parameters"
 expect_rc 1 "fake built-in driver" env NTSYNC_INFO_SYSROOT="$tmp/builtin" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.kind built-in
+expect_json .driver.module_loaded false
+expect_rc 1 "fake built-in driver with a /sys/module entry" env NTSYNC_INFO_SYSROOT="$tmp/builtin2" "$info" --json --device "$tmp/no-such-node"
 expect_json .driver.kind built-in
 
 mkdir -p "$tmp/none"

@@ -236,6 +236,14 @@ static void probe_driver(void)
 	    info.uts.release);
 	find_file(pattern, info.intree_file, sizeof(info.intree_file));
 
+	/*
+	 * A loadable module has an initstate file; a built-in driver has at
+	 * most a /sys/module entry (for parameters or a version) and a line
+	 * in /proc/misc.  srcversion exists only for some modules, so it
+	 * does not decide anything.
+	 */
+	if (info.module_loaded && !info.mod_initstate[0])
+		info.module_loaded = false;	/* built in, not a module */
 	if (info.module_loaded && info.out_of_tree) {
 		info.driver_kind = "out-of-tree";
 		fmt(info.driver_text, sizeof(info.driver_text),
@@ -243,13 +251,13 @@ static void probe_driver(void)
 		    info.mod_version[0] ? info.mod_version : "(no version)",
 		    info.dkms_file[0] ? " (DKMS: " : "",
 		    info.dkms_file, info.dkms_file[0] ? ")" : "");
-	} else if (info.module_loaded && info.mod_srcversion[0]) {
+	} else if (info.module_loaded) {
 		info.driver_kind = "in-tree";
 		fmt(info.driver_text, sizeof(info.driver_text),
 		    "the kernel's in-tree ntsync module%s%s%s",
 		    info.intree_file[0] ? " (" : "", info.intree_file,
 		    info.intree_file[0] ? ")" : "");
-	} else if (info.module_loaded || info.misc_registered) {
+	} else if (path_exists("/sys/module/ntsync") || info.misc_registered) {
 		/* Built-in drivers have no srcversion or taint file. */
 		info.driver_kind = "built-in";
 		fmt(info.driver_text, sizeof(info.driver_text),
