@@ -136,12 +136,17 @@ static int open_device(void)
 	return fd;
 }
 
+/* Results seen, by errno (0: success), for the model run's summary. */
+static uint64_t hist[160];
+
 /* ioctl that returns the result as 0/-errno (or the fd for creates). */
 static long xioctl(int fd, unsigned long cmd, void *arg)
 {
 	long ret = ioctl(fd, cmd, arg);
 
-	return ret < 0 ? -errno : ret;
+	ret = ret < 0 ? -errno : ret;
+	hist[ret > 0 ? 0 : (-ret < 160 ? -ret : 159)]++;
+	return ret;
 }
 
 static const char *errname(long e)
@@ -1130,7 +1135,11 @@ static int run_model(void)
 
 		printf("ntsync-fuzz: model: %" PRIu64 " ops in %.1f s (%.0f ops/s), %" PRIu64 " failures (seed %" PRIu64 ")\n",
 		       n, el, el > 0 ? n / el : 0.0, failures, opt_seed);
-		printf("ops: %" PRIu64 "\nfailures: %" PRIu64 "\n", n, failures);
+		printf("ntsync-fuzz: driver results:");
+		for (int e = 0; e < 160; e++)
+			if (hist[e])
+				printf(" %s=%" PRIu64, errname(-e), hist[e]);
+		printf("\nops: %" PRIu64 "\nfailures: %" PRIu64 "\n", n, failures);
 	}
 	return failures ? 1 : 0;
 }
@@ -1150,6 +1159,7 @@ struct shared {
 	uint32_t sem_init[C_SEMS];
 	uint32_t holder[C_MUTEXES];	/* owner id of the mutex's holder, 0: none */
 	uint64_t mutex_kills[C_MUTEXES], mutex_deadacq[C_MUTEXES], mutex_acq[C_MUTEXES];
+	uint64_t deadacq_all;	/* WAIT_ALL returns that took at least one abandoned mutex */
 	/* auto-reset event ledger: see check_event() */
 	uint64_t ev_acq[C_EVENTS], ev_set0[C_EVENTS], ev_reset1[C_EVENTS], ev_pulse0[C_EVENTS], ev_pulse1[C_EVENTS];
 	uint32_t ev_init[C_EVENTS];
@@ -1302,9 +1312,18 @@ static void c_wait(struct worker *w, bool all)
 	if (all) {
 		if (a.index != 0)
 			cfail("WAIT_ALL index %u", a.index);
+		/* which mutex was abandoned is not reported: count the call once */
+		if (ret == -EOWNERDEAD) {
+			bool any_mutex = false;
+
+			for (i = 0; i < n; i++)
+				any_mutex |= obj_kind(idx[i]) == T_MUTEX;
+			if (!any_mutex)
+				cfail("WAIT_ALL returned EOWNERDEAD without a mutex among its objects");
+			ADD(S->deadacq_all, 1);
+		}
 		for (i = 0; i < n; i++)
-			record_acquire(w, idx[i], ret == -EOWNERDEAD && obj_kind(idx[i]) == T_MUTEX &&
-				       w->held[idx[i] - C_SEMS] == 0);
+			record_acquire(w, idx[i], false);
 	} else {
 		if (a.index >= (uint32_t)n) {
 			cfail("WAIT_ANY index %u of %d", a.index, n);
@@ -1312,8 +1331,11 @@ static void c_wait(struct worker *w, bool all)
 		}
 		/* the lowest index of that object */
 		for (i = 0; i < (int)a.index; i++)
-			if (idx[i] == idx[a.index])
-				cfail("WAIT_ANY index %u but the same object is at %d", a.index, i);
+			if (idx[i] == idx[a.index]) {
+				cfail("WAIT_ANY returned index %u for a %s that is also at index %d (spec: the lowest index)",
+				      a.index, tname[obj_kind(idx[i])], i);
+				break;
+			}
 		if (ret == -EOWNERDEAD && obj_kind(idx[a.index]) != T_MUTEX)
 			cfail("EOWNERDEAD for a %s", tname[obj_kind(idx[a.index])]);
 		record_acquire(w, idx[a.index], ret == -EOWNERDEAD);
@@ -1329,12 +1351,12 @@ static void c_step(struct worker *w)
 		c_wait(w, rchance(&w->r, 35));
 	} else if (r < 55) {
 		int s = rbelow(&w->r, C_SEMS);
-		uint32_t n = 1 + rbelow(&w->r, 2);
+		uint32_t add = 1 + rbelow(&w->r, 2), n = add;
 
+		/* n comes back as the previous count, racy by nature: not checked */
 		ret = xioctl(c_obj[s], NTSYNC_IOC_SEM_RELEASE, &n);
-		/* the previous count is racy by nature; not checked here */
 		if (ret == 0)
-			ADD(S->sem_rel[s], n);
+			ADD(S->sem_rel[s], add);
 		if (ret && ret != -EOVERFLOW)
 			cfail("SEM_RELEASE: %s", errname(ret));
 	} else if (r < 70) {
@@ -1567,8 +1589,18 @@ static int run_concurrent(void)
 		if ((ret && ret != -EOWNERDEAD) || a.owner || a.count)
 			cfail("mutex %d after every holder released it: %s owner %u count %u", i, errname(ret), a.owner, a.count);
 		if (S->mutex_deadacq[i] > S->mutex_kills[i])
-			cfail("mutex %d: %" PRIu64 " abandoned acquisitions but only %" PRIu64 " kills",
+			cfail("mutex %d: %" PRIu64 " abandoned acquisitions (WAIT_ANY) but only %" PRIu64 " kills",
 			      i, S->mutex_deadacq[i], S->mutex_kills[i]);
+	}
+	{
+		uint64_t dead = S->deadacq_all, kills = 0;
+
+		for (i = 0; i < C_MUTEXES; i++) {
+			dead += S->mutex_deadacq[i];
+			kills += S->mutex_kills[i];
+		}
+		if (dead > kills)
+			cfail("%" PRIu64 " EOWNERDEAD acquisitions but only %" PRIu64 " kills", dead, kills);
 	}
 	for (i = 0; i < 2; i++) {
 		struct ntsync_event_args a = { POISON32, POISON32 };

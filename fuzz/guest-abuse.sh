@@ -1,0 +1,149 @@
+#!/bin/sh
+# Run inside a guest (as root) whose kernel has ntsync loaded: the model
+# fuzzer, the concurrent fuzzer and the abuse tests, 64-bit and 32-bit, then
+# a kmemleak scan, `rmmod ntsync`, and a check of the kernel log.  Any
+# lockdep, KASAN, kmemleak, debug-objects report, BUG, WARNING or Oops fails
+# the run.  POSIX sh: it runs under busybox in an initramfs (fuzz/boot-fuzz)
+# and under Debian's dash in a cloud guest (vm/ntsync-vm exec).
+#
+#   guest-abuse.sh [--bindir DIR] [--seconds N] [--cycles N] [--seed N] [--no-rmmod]
+#
+#   --bindir DIR  where ntsync-fuzz, ntsync-abuse (and the *32 builds from
+#                 fuzz/build-static) are; default: next to this script, else PATH
+#   --seconds N   fuzzing time in seconds, split over the fuzz runs (default 600)
+#   --cycles N    create/close cycles for the abuse test (default 1000000; under
+#                 TCG, where one cycle costs ~100x more, pass ~100000 and say so)
+#   --no-rmmod    leave the module loaded (when the driver is built in, rmmod
+#                 is skipped anyway)
+# Ends with `N passed, N failed, N skipped`; exit 0 iff none failed.
+set -eu
+# shellcheck disable=SC3040 # busybox ash and dash >= 0.5.11 have pipefail
+(set -o pipefail 2>/dev/null) && set -o pipefail
+
+bindir=$(dirname "$0")
+seconds=600
+cycles=1000000
+seed=
+rmmod_it=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
+	--seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+	--cycles) cycles=${2:?--cycles needs a number}; shift 2 ;;
+	--seed) seed=${2:?--seed needs a number}; shift 2 ;;
+	--no-rmmod) rmmod_it=0; shift ;;
+	-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+case $seconds$cycles in *[!0-9]*) echo "guest-abuse: --seconds and --cycles take whole numbers" >&2; exit 2 ;; esac
+
+find_bin() {
+	if [ -x "$bindir/$1" ]; then echo "$bindir/$1"
+	elif command -v "$1" >/dev/null 2>&1; then command -v "$1"
+	fi
+}
+fuzz=$(find_bin ntsync-fuzz)
+abuse=$(find_bin ntsync-abuse)
+fuzz32=$(find_bin ntsync-fuzz32)
+abuse32=$(find_bin ntsync-abuse32)
+if [ -z "$fuzz" ] || [ -z "$abuse" ]; then
+	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with fuzz/build-static DIR and pass --bindir DIR" >&2
+	exit 2
+fi
+if [ ! -c /dev/ntsync ]; then
+	echo "guest-abuse: /dev/ntsync is missing: load the module (modprobe ntsync) first"
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 77
+fi
+
+passed=0 failed=0 skipped=0
+result() { # name rc
+	case $2 in
+	0) passed=$((passed + 1)); echo "ok $1" ;;
+	77) skipped=$((skipped + 1)); echo "skip $1" ;;
+	*) failed=$((failed + 1)); echo "FAIL $1 (exit $2)" ;;
+	esac
+}
+run() { # name cmd...
+	name=$1; shift
+	echo "== $name: $*"
+	rc=0
+	"$@" || rc=$?
+	result "$name" "$rc"
+}
+
+[ -d /sys/kernel/debug/failslab ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+leak=/sys/kernel/debug/kmemleak
+if [ -w "$leak" ]; then
+	echo scan >"$leak" || true
+	echo clear >"$leak" || true
+fi
+log_lines=$(dmesg | wc -l)
+tainted_before=$(cat /proc/sys/kernel/tainted)
+echo "guest-abuse: kernel $(uname -r), $(nproc 2>/dev/null || echo ?) CPUs, tainted=$tainted_before, ${seconds}s of fuzzing, $cycles cycles"
+
+seedarg=
+[ -n "$seed" ] && seedarg="--seed $seed"
+# Time split: model 40%, concurrent 40% (64-bit), 10% each for the 32-bit runs.
+m=$((seconds * 4 / 10)); c=$((seconds * 4 / 10)); s32=$((seconds / 10))
+[ -z "$fuzz32" ] && { m=$((m + s32)); c=$((c + s32)); }
+# shellcheck disable=SC2086 # seedarg is empty or two words
+run fuzz-model "$fuzz" --model --seconds "$m" $seedarg
+# shellcheck disable=SC2086
+run fuzz-concurrent "$fuzz" --concurrent --seconds "$c" --threads 3 --procs 2 $seedarg
+run abuse "$abuse" --cycles "$cycles"
+if [ -n "$fuzz32" ]; then
+	# shellcheck disable=SC2086
+	run fuzz-model-32 "$fuzz32" --model --seconds "$s32" $seedarg
+	# shellcheck disable=SC2086
+	run fuzz-concurrent-32 "$fuzz32" --concurrent --seconds "$s32" --threads 2 --procs 2 $seedarg
+	run abuse-32 "$abuse32" --cycles $((cycles / 10))
+else
+	echo "guest-abuse: no 32-bit builds (ntsync-fuzz32): compat ioctls not exercised"
+	skipped=$((skipped + 1))
+fi
+
+# kmemleak: two scans (an object must look unreferenced twice to be reported)
+if [ -w "$leak" ]; then
+	echo scan >"$leak"; sleep 1; echo scan >"$leak"
+	if grep -q "unreferenced object" "$leak"; then
+		echo "guest-abuse: kmemleak reports:"; cat "$leak"
+		result kmemleak 1
+	else
+		result kmemleak 0
+	fi
+else
+	echo "guest-abuse: no kmemleak in this kernel"
+	result kmemleak 77
+fi
+
+if [ "$rmmod_it" = 1 ] && [ -d /sys/module/ntsync ] && [ -e /sys/module/ntsync/initstate ]; then
+	echo "== rmmod ntsync"
+	rc=0; rmmod ntsync || rc=$?
+	[ $rc = 0 ] && [ ! -d /sys/module/ntsync ] || rc=1
+	result rmmod $rc
+else
+	echo "guest-abuse: ntsync is built in or --no-rmmod given: rmmod skipped"
+	result rmmod 77
+fi
+
+# the kernel log since the start: any report fails the run
+pattern='BUG:|WARNING:|Oops|KASAN|kmemleak:.*new suspected|possible circular locking|inconsistent lock state|possible recursive locking|lock held when returning|suspicious RCU usage|ODEBUG|refcount_t|general protection|sleeping function called from invalid context|stack-protector|list_add corruption|list_del corruption|hung_task|blocked for more than'
+if dmesg | tail -n +"$((log_lines + 1))" | grep -E "$pattern"; then
+	echo "guest-abuse: the kernel log shows a report (above)"
+	result kernel-log 1
+else
+	result kernel-log 0
+fi
+tainted_after=$(cat /proc/sys/kernel/tainted)
+# out-of-tree (4096) and unsigned module (8192) taints are expected when ours loads
+if [ $((tainted_after & ~(tainted_before | 4096 | 8192))) -ne 0 ]; then
+	echo "guest-abuse: taint changed from $tainted_before to $tainted_after"
+	result taint 1
+else
+	result taint 0
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
