@@ -7,7 +7,6 @@
 #ifndef NTSYNC_COMPAT_H
 #define NTSYNC_COMPAT_H
 
-#include <linux/version.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
 #include <linux/nsproxy.h>
@@ -15,12 +14,13 @@
 
 /*
  * A MONOTONIC deadline is given in the caller's time namespace and has to
- * be moved to the host's clock before it is armed.  From 7.2 on the kernel
- * exports the conversion to modules; before that, do the same arithmetic on
- * the namespace's offset, which the headers show.  A deadline before the
- * offset has already passed; the result never exceeds KTIME_MAX.
+ * be moved to the host's clock before it is armed.  Kernels that export the
+ * conversion to modules (7.2 on; the Makefile looks for the symbol in the
+ * tree's Module.symvers) do it themselves; before that, do the same
+ * arithmetic on the namespace's offset, which the headers show.  A deadline
+ * before the offset has already passed; the result never exceeds KTIME_MAX.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+#ifdef NTSYNC_HAVE_TIMENS_EXPORT
 static inline ktime_t ntsync_timens_to_host(ktime_t t)
 {
 	return timens_ktime_to_host(CLOCK_MONOTONIC, t);

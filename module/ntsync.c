@@ -78,7 +78,7 @@ enum ntsync_type {
  * @file:          the device file; each object holds a reference to it.
  */
 struct ntsync_device {
-	struct mutex wait_all_lock;
+	struct mutex wait_all_lock;	/* see "Locking" at the top */
 	struct file *file;
 };
 
@@ -97,7 +97,7 @@ struct ntsync_device {
  * @file:        the object's own file.
  */
 struct ntsync_obj {
-	spinlock_t lock;
+	spinlock_t lock;		/* state and wait-any queue */
 	enum ntsync_type type;
 	unsigned int all_hint;
 
@@ -568,7 +568,7 @@ static const struct file_operations ntsync_obj_fops = {
 };
 
 static struct ntsync_obj *ntsync_alloc_obj(struct ntsync_device *dev,
-					    enum ntsync_type type)
+					   enum ntsync_type type)
 {
 	struct ntsync_obj *obj;
 
@@ -880,6 +880,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 		struct ntsync_obj *obj = objs[i];
 		bool ownerdead;
 
+		/* racy by design: a stale "no" is caught by the queueing */
 		if (!data_race(ntsync_signaled(obj, args.owner)))
 			continue;
 		all = ntsync_lock_obj(obj);
