@@ -1748,6 +1748,21 @@ static struct jv *jparse(struct jparser *jp, int depth)
 	}
 }
 
+static void jfree(struct jv *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		jfree(v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->str);
+	free(v);
+}
+
 static const struct jv *jget(const struct jv *o, const char *key)
 {
 	if (!o || o->t != J_OBJ)
@@ -2077,6 +2092,8 @@ static int do_compare(const char *pa, const char *pb)
 				"%.0f vs %.0f bytes/object", b, a);
 		}
 	}
+	jfree(A);
+	jfree(B);
 	return 0;
 }
 
