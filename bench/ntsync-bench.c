@@ -1278,7 +1278,7 @@ static struct {
 	const char *label;
 	int cpu;
 	double wait_s;		/* longest wait for a quiet machine */
-} opt = { .cpu = -1, .wait_s = 20 };
+} opt = { .cpu = -1, .wait_s = 10 };
 
 static const char *current_row;
 
@@ -2118,7 +2118,7 @@ static void usage(FILE *out)
 		"  -n, --objects N     objects for the memory rows (default %d)\n"
 		"  -c, --cpu N         pin every thread to CPU N\n"
 		"  -l, --label NAME    name of this run in --compare (default: driver kind)\n"
-		"  -w, --wait S        wait up to S seconds for other work to stop (default 20)\n"
+		"  -w, --wait S        wait up to S seconds for other work to stop (default 10)\n"
 		"      --compare A B   one table of two JSON files, ratio A/B per row\n"
 		"      --list          list the rows\n"
 		"\n"
@@ -2247,7 +2247,7 @@ int main(int argc, char **argv)
 	if (budget_ms < 0)
 		budget_ms = opt.quick ? 25 : 120;
 	if (!wait_set)
-		opt.wait_s = opt.quick ? 10 : 20;
+		opt.wait_s = opt.quick ? 5 : 10;
 	opt.budget_ns = (double)budget_ms * 1e6;
 
 	if (opt.cpu >= 0) {
