@@ -96,6 +96,7 @@ load_driver() {
 		local f
 		f=$(find "/lib/modules/$(uname -r)/kernel/drivers" -name 'ntsync.ko*' | head -n1)
 		[ -n "$f" ] || { say "this kernel has no in-tree ntsync module"; return 1; }
+		# By path: dkms or the step above may have put ours first in modules.dep.
 		insmod "$f" || return 1
 		LOADED_BY="in-tree $f"
 	else
@@ -107,9 +108,15 @@ load_driver() {
 			LOADED_BY="ours (dkms) $f"
 			;;
 		*)
+			# Installed where depmod finds it first (updates/), so that the final
+			# `modprobe -r ntsync` is the same honest check as for a DKMS install.
 			build_ours_directly || return 1
-			insmod "$OURS_KO" || return 1
-			LOADED_BY="ours (built here) $OURS_KO"
+			local dst
+			dst=/lib/modules/$(uname -r)/updates/ntsync-vm/ntsync.ko
+			install -D -m 0644 "$OURS_KO" "$dst" && depmod -a || return 1
+			modprobe ntsync || return 1
+			[ "$(modinfo -n ntsync)" = "$dst" ] || { say "modprobe did not pick $dst"; return 1; }
+			LOADED_BY="ours (built here) $dst"
 			;;
 		esac
 	fi

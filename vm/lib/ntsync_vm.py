@@ -282,6 +282,13 @@ GUEST_FILES = {
     "etc/cloud/cloud.cfg.d/90_ntsync.cfg": (
         "datasource_list: [ NoCloud, None ]\n"
         "network: {config: disabled}\n"
+        # Only the modules a NoCloud seed of ntsync-vm (or a user's) needs: every module is
+        # Python imported under TCG, seconds each. No ssh keys (no sshd), no apt, no locale.
+        "cloud_init_modules: [seed_random, bootcmd, write_files, set_hostname, update_hostname,\n"
+        "  update_etc_hosts, users_groups, set_passwords]\n"
+        "cloud_config_modules: [runcmd]\n"
+        "cloud_final_modules: [scripts_per_once, scripts_per_boot, scripts_per_instance, scripts_user,\n"
+        "  final_message, power_state_change]\n"
     ),
     # `ntsync-vm shell`: root shell on the serial console without a password.
     "etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf": (
