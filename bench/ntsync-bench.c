@@ -273,6 +273,31 @@ static uint64_t bench_getppid2(const struct row *row, uint64_t iters)
 	return now_ns() - t0;
 }
 
+/*
+ * 1. the floor of any driver's ioctl: two ioctls that every layer above
+ * the driver handles (descriptor lookup, the LSM ioctl hooks) but that no
+ * driver implements: /dev/null has no ioctl method, so they fail ENOTTY.
+ */
+static uint64_t bench_ioctl2(const struct row *row, uint64_t iters)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	uint64_t t0, t;
+
+	(void)row;
+	if (fd < 0)
+		die("open /dev/null: %s", strerror(errno));
+	if (ioctl(fd, NTSYNC_IOC_SEM_READ, NULL) != -1 || errno != ENOTTY)
+		die("ioctl on /dev/null did not fail with ENOTTY");
+	t0 = now_ns();
+	for (uint64_t i = 0; i < iters; i++) {
+		ioctl(fd, NTSYNC_IOC_SEM_READ, NULL);
+		ioctl(fd, NTSYNC_IOC_SEM_READ, NULL);
+	}
+	t = now_ns() - t0;
+	close(fd);
+	return t;
+}
+
 /* 1 and 4: wait-any over `width` semaphores, only the last signaled, then release it */
 static uint64_t bench_wait_any(const struct row *row, uint64_t iters);
 /* 4: wait-all over `width` signaled semaphores, then release each */
@@ -513,6 +538,8 @@ struct row {
 static const struct row rows[] = {
 	{ "null.getppid2", "uncontended", "2x getppid() (null syscall floor)",
 	  ROW_TIME, false, bench_getppid2, 0 },
+	{ "null.ioctl2", "uncontended", "2x ioctl() -> ENOTTY (ioctl path floor)",
+	  ROW_TIME, false, bench_ioctl2, 0 },
 	{ "uncontended.sem", "uncontended", "wait-any on signaled sem + release",
 	  ROW_TIME, true, bench_wait_any, 1 },
 
@@ -2066,6 +2093,16 @@ static int do_compare(const char *pa, const char *pb)
 	ratio_target(intree, "(in-tree, for reference)", "waitany.64",
 		     "waitany.1", 6.0);
 	ratio_target(ours, "ours", "pingpong.ntsync", "pingpong.futex", 1.05);
+	{
+		/* what the ioctl path alone costs a round trip of 4 calls */
+		double io = row_median(ours, "null.ioctl2");
+		double nul = row_median(ours, "null.getppid2");
+		double fx = row_median(ours, "pingpong.futex");
+
+		if (isfinite(io) && isfinite(nul) && isfinite(fx) && fx > 0)
+			printf("  [info   ] ioctl path vs null syscall: +%.0f ns per call, so 4 ioctls add %.0f ns (%.3fx) to a futex round trip before the driver does anything\n",
+			       (io - nul) / 2, 2 * (io - nul), (fx + 2 * (io - nul)) / fx);
+	}
 	{
 		double p = row_median(ours, "pingpong.ntsync");
 		double ev = row_median(ours, "pingpong.eventfd");
