@@ -538,7 +538,7 @@ struct row {
 static const struct row rows[] = {
 	{ "null.getppid2", "uncontended", "2x getppid() (null syscall floor)",
 	  ROW_TIME, false, bench_getppid2, 0 },
-	{ "null.ioctl2", "uncontended", "2x ioctl() -> ENOTTY (ioctl path floor)",
+	{ "null.ioctl2", "uncontended", "2x ioctl() -> ENOTTY (ioctl floor)",
 	  ROW_TIME, false, bench_ioctl2, 0 },
 	{ "uncontended.sem", "uncontended", "wait-any on signaled sem + release",
 	  ROW_TIME, true, bench_wait_any, 1 },
