@@ -285,10 +285,14 @@ TEST(wait_on_closed_fd_is_einval)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 1, 1);
+	/* A high number, so that the objects created meanwhile do not reuse it. */
+	int closed = fcntl(sem, F_DUPFD_CLOEXEC, 900);
 
+	assert_true(closed >= 900);
+	close(closed);
 	close(sem);
-	check_not_object(dev, sem);
-	check_bad_alert(dev, (uint32_t)sem);
+	check_not_object(dev, closed);
+	check_bad_alert(dev, (uint32_t)closed);
 	close(dev);
 }
 
