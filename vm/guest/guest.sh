@@ -13,18 +13,25 @@ OUT=/var/tmp/ntsync-out
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-if [ -w /dev/ttyS0 ]; then exec 3>/dev/ttyS0; else exec 3>/dev/console; fi
+# The serial console is the host's progress channel. A getty starting on it later would
+# hang up (vhangup) every descriptor open on it, so: no getty there except for `shell`,
+# and every message opens the device afresh.
+if [ "$JOB" != shell ]; then
+	systemctl mask --runtime --now serial-getty@ttyS0.service >/dev/null 2>&1 || true
+fi
+TTY=/dev/ttyS0
+[ -w "$TTY" ] || TTY=/dev/console
 exec >>"$OUT/guest.log" 2>&1
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-mark() { echo "##ntsync## $*" >&3; echo "##ntsync## $*"; }
-say() { echo "$*" >&3; echo "$*"; }
+mark() { echo "##ntsync## $*" >"$TTY"; echo "##ntsync## $*"; }
+say() { echo "$*" >"$TTY"; echo "$*"; }
 kmsg() { echo "ntsync-vm: $*" >/dev/kmsg 2>/dev/null || true; }
 # Run a command, its output both in a log file and on the console.
 shown() {
 	local logf=$1
 	shift
-	"$@" 2>&1 | tee -a "$logf" >&3
+	"$@" 2>&1 | tee -a "$logf" | while IFS= read -r line; do echo "$line" >"$TTY"; done
 	return "${PIPESTATUS[0]}"
 }
 

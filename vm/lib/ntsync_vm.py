@@ -619,6 +619,7 @@ def tail(path, n=40):
 
 
 MARK = re.compile(r"##ntsync## (\S+)(?: (.*))?")
+TESTLINE = re.compile(r"^(PASS|FAIL|SKIP) \S+: ")
 
 
 def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
@@ -629,6 +630,8 @@ def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
     buf = ""
     done_rc = None
     echoing = False
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    last_progress = time.monotonic()
     while True:
         try:
             with open(console, "rb") as f:
@@ -645,6 +648,16 @@ def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
             if not m:
                 if echoing and not line.startswith("["):
                     print("    " + line, flush=True)
+                elif stage == "job":
+                    t = TESTLINE.match(line)
+                    if t:
+                        counts[t.group(1)] += 1
+                        if t.group(1) == "FAIL":
+                            log(f"  {line.strip()}")
+                        if time.monotonic() - last_progress > 15:
+                            last_progress = time.monotonic()
+                            log(f"  tests so far: {counts['PASS']} passed, {counts['FAIL']} failed, "
+                                f"{counts['SKIP']} skipped")
                 continue
             kind, rest = m.group(1), (m.group(2) or "").strip()
             now = time.monotonic()
@@ -846,7 +859,7 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
     overlay.unlink(missing_ok=True)
     res = {"job": job, "suite": suite, "driver": driver, "run_dir": str(run_dir), "console": str(console),
            "times": times, "total": total, "kernel": kernel_desc}
-    if done is None and not interactive:
+    if done is None and not interactive and not (results / "job.rc").exists():
         err = (run_dir / "qemu.stderr").read_text(errors="replace").strip()
         raise Failure(f"the guest stopped during stage '{last_stage}' without finishing"
                       f"{' (QEMU: ' + err.splitlines()[-1] + ')' if err else ''}. Console log {console}, "
