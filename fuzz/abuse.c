@@ -544,7 +544,7 @@ static const char *const fs_names[] = { "CREATE_SEM", "CREATE_MUTEX", "CREATE_EV
 
 static int test_failslab(void)
 {
-	int dev, objs[3], injected_total = 0;
+	int dev, objs[3], injected_total = 0, mif;
 
 	if (access(FS "probability", W_OK)) {
 		printf("  no %s (needs CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_DEBUG_FS, debugfs mounted, root)\n", FS);
@@ -553,6 +553,16 @@ static int test_failslab(void)
 	if (put(FS "verbose", "0") || put(FS "ignore-gfp-wait", "N") || put(FS "task-filter", "Y") ||
 	    put(FS "interval", "1") || put(FS "probability", "100")) {
 		tfail("cannot configure %s", FS);
+		return 1;
+	}
+	/*
+	 * make-it-fail is written through a descriptor opened beforehand: an
+	 * open() inside the window would itself allocate, take the one
+	 * injected failure and leave the flag set.
+	 */
+	mif = open("/proc/thread-self/make-it-fail", O_WRONLY | O_CLOEXEC);
+	if (mif < 0) {
+		tfail("open /proc/thread-self/make-it-fail: %s", strerror(errno));
 		return 1;
 	}
 	dev = open_dev();
@@ -571,7 +581,8 @@ static int test_failslab(void)
 			snprintf(sp, sizeof(sp), "%ld", space);
 			put(FS "space", sp);
 			put(FS "times", "1");
-			put("/proc/thread-self/make-it-fail", "1");
+			if (pwrite(mif, "1", 1, 0) != 1)
+				tfail("make-it-fail: %s", strerror(errno));
 			switch (op) {
 			case FS_SEM: { struct ntsync_sem_args a = { 0, 1 }; ret = xioctl(dev, NTSYNC_IOC_CREATE_SEM, &a); break; }
 			case FS_MUTEX: { struct ntsync_mutex_args a = { 3, 1 }; ret = xioctl(dev, NTSYNC_IOC_CREATE_MUTEX, &a); break; }
@@ -580,19 +591,20 @@ static int test_failslab(void)
 			case FS_ALL: ret = wait_objs(dev, true, objs, 3, 7, 0, 0, &idx); break;
 			default: ret = xioctl(objs[0], NTSYNC_IOC_SEM_RELEASE, &n); break;
 			}
-			put("/proc/thread-self/make-it-fail", "0");
-			if (get_long(FS "times") == 1) {
-				/* nothing injected: the op ran to the end; undo it and stop */
-				if (op <= FS_EVENT && ret >= 0)
-					close((int)ret);
-				if (ret < 0 && op <= FS_EVENT)
+			if (pwrite(mif, "0", 1, 0) != 1)
+				tfail("make-it-fail: %s", strerror(errno));
+			bool clean = get_long(FS "times") == 1;
+
+			if (clean) {
+				/* nothing injected: the op must succeed; it is undone below */
+				if (ret < 0)
 					tfail("%s without injection: %s", fs_names[op], strerror((int)-ret));
-				break;
+			} else {
+				injected++;
 			}
-			injected++;
 			if (ret == -ENOMEM)
 				enomem++;
-			else if (ret < 0)
+			else if (ret < 0 && !clean)
 				tfail("%s with a failed allocation after %ld bytes: %s (want ENOMEM or success)",
 				      fs_names[op], space, strerror((int)-ret));
 			if (op <= FS_EVENT) {
@@ -632,12 +644,15 @@ static int test_failslab(void)
 					      fs_names[op], ret, c, m.owner);
 				}
 			}
+			if (clean)
+				break;
 		}
 		printf("  %s: %d allocation failures injected, %d returned ENOMEM\n", fs_names[op], injected, enomem);
 		injected_total += injected;
 	}
 	put(FS "probability", "0");
 	put(FS "times", "1");
+	close(mif);
 	close(objs[0]);
 	close(objs[1]);
 	close(objs[2]);
