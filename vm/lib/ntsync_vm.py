@@ -666,8 +666,9 @@ def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
                             log(f"  {line.strip()}")
                         if time.monotonic() - last_progress > 15:
                             last_progress = time.monotonic()
-                            log(f"  tests so far: {counts['PASS']} passed, {counts['FAIL']} failed, "
-                                f"{counts['SKIP']} skipped")
+                            # (not in the "N passed, N failed" form: that is the final line's)
+                            log(f"  tests so far: PASS {counts['PASS']}, FAIL {counts['FAIL']}, "
+                                f"SKIP {counts['SKIP']}")
                 continue
             kind, rest = m.group(1), (m.group(2) or "").strip()
             now = time.monotonic()
