@@ -1934,6 +1934,20 @@ static void cmp_cell(const struct jv *r, char *buf, size_t len)
 		 !strcmp(jgets(r, "unit"), "ns/op") ? "ns" : "B", sp);
 }
 
+/* a row whose runs spread by more than 5% of the median */
+static bool row_noisy(const struct jv *root, const char *id)
+{
+	const struct jv *r = find_row(root, id);
+	double med, lo, hi;
+
+	if (!r || jgetb(r, "skipped"))
+		return false;
+	med = jgetn(r, "median");
+	lo = jgetn(r, "min");
+	hi = jgetn(r, "max");
+	return isfinite(med) && med > 0 && (hi - lo) / med > 0.05;
+}
+
 /* time(ref)/time(cand) for a row; NaN if either is missing */
 static double ratio(const struct jv *ref, const struct jv *cand, const char *id)
 {
@@ -1996,7 +2010,8 @@ static int do_compare(const char *pa, const char *pb)
 	describe_file("A", pa, A);
 	describe_file("B", pb, B);
 	printf("ratio = A/B: time (or bytes) of A divided by B's; >1 means B is faster (smaller).\n");
-	printf("spread = (max - min) / median of the runs of a row.\n");
+	printf("spread = (max - min) / median of the runs of a row; \"noisy\" marks a ratio where\n"
+	       "either side spreads by more than 5%%: run again before trusting it.\n");
 	printf("Times are CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time.\n\n");
 	printf("%-17s %-37s %-22s %-22s %7s\n", "row", "one op",
 	       "A: median (spread)", "B: median (spread)", "A/B");
@@ -2017,7 +2032,9 @@ static int do_compare(const char *pa, const char *pb)
 			cmp_cell(ra, ca, sizeof(ca));
 			cmp_cell(rb, cb, sizeof(cb));
 			if (isfinite(q))
-				snprintf(buf, sizeof(buf), "%7.3f", q);
+				snprintf(buf, sizeof(buf), "%7.3f%s", q,
+					 row_noisy(A, id) || row_noisy(B, id) ?
+					 "  noisy" : "");
 			else
 				snprintf(buf, sizeof(buf), "%7s", "-");
 			printf("%-17s %-37.37s %-22s %-22s %s\n", id,
@@ -2069,7 +2086,10 @@ static int do_compare(const char *pa, const char *pb)
 			}
 			if (q < 1.0 && used < sizeof(bad))
 				used += (size_t)snprintf(bad + used, sizeof(bad) - used,
-							 " %s %.3f", id, q);
+							 " %s %.3f%s", id, q,
+							 row_noisy(intree, id) ||
+							 row_noisy(ours, id) ?
+							 " (noisy)" : "");
 		}
 		verdict(n > 0, n > 0 && worst >= 1.0,
 			"ours vs in-tree >= 1.00 on every ntsync time row",
