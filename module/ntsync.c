@@ -60,9 +60,11 @@
 
 /*
  * Waits on up to this many entries (objects plus alert) keep their queue
- * entries on the kernel stack; larger ones allocate them.
+ * entries on the kernel stack (320 bytes; the wait functions use about
+ * 1.4 KiB in all); larger ones allocate them, charged to the caller's
+ * memory cgroup, which costs measurably inside a child cgroup.
  */
-#define NTSYNC_STACK_ENTRIES	4
+#define NTSYNC_STACK_ENTRIES	8
 
 enum ntsync_type {
 	NTSYNC_TYPE_SEM,
