@@ -4,7 +4,7 @@
 JOB_RC=0
 say ""
 say "== $(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"'), kernel $(uname -r)"
-say "== installed: $(dpkg-query -W -f '${Package} ${Version}, ' 'ntsync-*' 'libntsync*' 2>/dev/null)"
+say "== installed: $(dpkg-query -W -f '${Package} ${Version}, ' 'ntsync-*' 'libntsync*' 2>/dev/null | sed 's/, $//')"
 say "== ls -l /dev/ntsync"
 shown "$OUT/job.log" ls -l /dev/ntsync || JOB_RC=1
 say "== modinfo ntsync (loaded: $LOADED_BY)"
