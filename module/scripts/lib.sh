@@ -15,7 +15,7 @@ copy_src() {
 	local top=$1 dst=$2/tmp/ntsync
 	rm -rf "$dst"
 	mkdir -p "$dst/module" "$dst/include/uapi/linux"
-	cp "$top"/module/*.c "$top"/module/*.h "$top"/module/Makefile "$dst/module/"
+	cp "$top"/module/*.c "$top"/module/*.h "$top"/module/Makefile "$top"/module/Kbuild "$dst/module/"
 	cp "$top/include/uapi/linux/ntsync.h" "$dst/include/uapi/linux/"
 	cp "$top/VERSION" "$dst/"
 }
