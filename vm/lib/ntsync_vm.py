@@ -1006,6 +1006,12 @@ def job_matrix(opts):
     plan = [(s, "ours") for s in ("bookworm", "trixie", "trixie-7x")] + [("trixie-7x", "in-tree")]
     if opts.suites:
         plan = [p for p in plan if p[0] in opts.suites.split(",")]
+    if not opts.debs:
+        # One build of the packages for every row, even if the tree changes meanwhile.
+        debs = build_debs()
+        if debs is None:
+            die("matrix needs our packages (debian/)")
+        opts.debs = str(debs[0].parent)
     for suite, driver in plan:
         o = argparse.Namespace(**vars(opts))
         o.suite, o.driver, o.job = suite, driver, "test"
