@@ -887,9 +887,19 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 			continue;
 		all = ntsync_lock_obj(obj);
 		if (ntsync_signaled(obj, args.owner)) {
+			__u32 index = 0;
+
 			ownerdead = ntsync_acquire_state(obj, args.owner);
 			ntsync_unlock_obj(obj, all);
-			ret = ntsync_wait_done(argp, i, ownerdead);
+			/*
+			 * The unlocked look may have passed this same object
+			 * at a lower index just before it became signaled;
+			 * report the lowest index it has, as a queued wait
+			 * would.
+			 */
+			while (objs[index] != obj)
+				index++;
+			ret = ntsync_wait_done(argp, index, ownerdead);
 			goto out;
 		}
 		ntsync_unlock_obj(obj, all);
