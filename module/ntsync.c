@@ -858,6 +858,22 @@ static int ntsync_wait_result(struct ntsync_q *q, void __user *argp, int ret)
 	return ntsync_wait_done(argp, signaled, q->ownerdead);
 }
 
+/*
+ * A wait-any reports the lowest index at which the acquired object was
+ * passed.  The object may have been acquired through a later duplicate:
+ * the unlocked first look can pass index 0 just before the object becomes
+ * signaled, and a wait that is leaving its queues has already dropped its
+ * earlier entries when a release claims it through a later one.
+ */
+static __u32 ntsync_lowest_index(struct ntsync_obj *const *objs, __u32 index)
+{
+	__u32 i = 0;
+
+	while (objs[i] != objs[index])
+		i++;
+	return i;
+}
+
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
 	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
@@ -866,7 +882,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	__u32 i, queued = 0;
 	struct ntsync_q q;
 	ktime_t deadline;
-	int n, ret;
+	int n, ret, signaled;
 	bool all;
 
 	n = ntsync_wait_get(dev, argp, &args, objs, false);
@@ -887,19 +903,10 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 			continue;
 		all = ntsync_lock_obj(obj);
 		if (ntsync_signaled(obj, args.owner)) {
-			__u32 index = 0;
-
 			ownerdead = ntsync_acquire_state(obj, args.owner);
 			ntsync_unlock_obj(obj, all);
-			/*
-			 * The unlocked look may have passed this same object
-			 * at a lower index just before it became signaled;
-			 * report the lowest index it has, as a queued wait
-			 * would.
-			 */
-			while (objs[index] != obj)
-				index++;
-			ret = ntsync_wait_done(argp, index, ownerdead);
+			ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, i),
+					       ownerdead);
 			goto out;
 		}
 		ntsync_unlock_obj(obj, all);
@@ -951,7 +958,10 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	}
 
 	/* Every claim through a queued entry happened before its list_del. */
-	ret = ntsync_wait_result(&q, argp, ret);
+	signaled = atomic_read(&q.signaled);
+	if (signaled != -1)
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, signaled),
+				       q.ownerdead);
 	ntsync_q_free(&q, stack_entries);
 out:
 	ntsync_put_objs(objs, n);
