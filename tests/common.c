@@ -177,6 +177,11 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
 	return ret;
 }
 
+bool ntsync_driver_is_ours(void)
+{
+	return access("/sys/module/ntsync/version", F_OK) == 0;
+}
+
 int lowest_free_fd(void)
 {
 	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -133,6 +133,14 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
 	assert_int_equal(s_, (uint32_t)(sig));				\
 } while (0)
 
+/*
+ * Is /dev/ntsync served by this project's module?  Ours sets MODULE_VERSION,
+ * so /sys/module/ntsync/version exists; mainline's in-tree driver sets no
+ * version (built as a module or built in).  Tests of the few deliberate
+ * differences (tests/README.md) use this to skip on other drivers.
+ */
+bool ntsync_driver_is_ours(void);
+
 /* The descriptor number the next open() would get. */
 int lowest_free_fd(void);
 

@@ -446,10 +446,25 @@ TEST(wait_owner_zero_is_einval)
 
 TEST(wait_alert_that_is_not_an_event_is_einval)
 {
-	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 0, 1);
-	int alert_sem = NEW_SEM(dev, 1, 1);
-	int alert_mutex = NEW_MUTEX(dev, 0, 0);
+	int dev;
+	int sem, alert_sem, alert_mutex;
+
+	/*
+	 * A deliberate difference (tests/README.md): mainline accepts a
+	 * semaphore or mutex as alert; the spec and our module say EINVAL.
+	 * Skipped, not passed, on any other driver.
+	 */
+	if (!ntsync_driver_is_ours()) {
+		print_message("known difference: a driver other than ntsync's "
+			      "module (no /sys/module/ntsync/version) accepts a "
+			      "non-event alert where the spec says EINVAL; "
+			      "see tests/README.md\n");
+		skip();
+	}
+	dev = DEV_OPEN();
+	sem = NEW_SEM(dev, 0, 1);
+	alert_sem = NEW_SEM(dev, 1, 1);
+	alert_mutex = NEW_MUTEX(dev, 0, 0);
 
 	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
 	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
