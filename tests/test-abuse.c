@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -705,6 +706,137 @@ TEST(many_objects_and_instances)
 		}
 }
 
+/* ---- descriptor exhaustion ---- */
+
+#define EMFILE_SLOTS 16
+#define EMFILE_SPAN (EMFILE_SLOTS + 64)
+
+/* In the child process: report the first broken expectation, return 1. */
+#define CHILD_EXPECT(cond, ...) do {					\
+	if (!(cond)) {							\
+		fprintf(stderr, "line %d: ", __LINE__);			\
+		fprintf(stderr, __VA_ARGS__);				\
+		fputc('\n', stderr);					\
+		return 1;						\
+	}								\
+} while (0)
+
+static int create_kind(int dev, unsigned int kind)
+{
+	switch (kind % 3) {
+	case 0: return create_sem(dev, 1, 2);
+	case 1: return create_mutex(dev, 0, 0);
+	default: return create_event(dev, 0, 1);
+	}
+}
+
+/* Which of the descriptors 0..n-1 are open (fcntl needs no new one). */
+static void open_fds(bool *open, int n)
+{
+	for (int fd = 0; fd < n; fd++)
+		open[fd] = fcntl(fd, F_GETFD) >= 0;
+}
+
+/* Runs in a child, so the lowered limit never reaches the other tests. */
+static int emfile_child(int dev)
+{
+	bool before[EMFILE_SPAN], after[EMFILE_SPAN];
+	int objs[EMFILE_SLOTS];
+	unsigned int n = 0;
+	struct rlimit rl;
+	uint32_t index = POISON32, count, max;
+	int limit, fd, err;
+
+	limit = lowest_free_fd() + EMFILE_SLOTS;
+	CHILD_EXPECT(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit: %s",
+		     strerror(errno));
+	CHILD_EXPECT(rl.rlim_max >= (rlim_t)limit,
+		     "hard RLIMIT_NOFILE %llu is below %d",
+		     (unsigned long long)rl.rlim_max, limit);
+	rl.rlim_cur = (rlim_t)limit;
+	CHILD_EXPECT(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit: %s",
+		     strerror(errno));
+
+	/* Fill every free slot below the limit with objects. */
+	for (;;) {
+		errno = 0;
+		fd = create_kind(dev, n);
+		err = errno;
+		if (fd < 0)
+			break;
+		CHILD_EXPECT(n < EMFILE_SLOTS, "create %u succeeded past the "
+			     "limit of %d descriptors (fd %d)", n, limit, fd);
+		objs[n++] = fd;
+	}
+	CHILD_EXPECT(err == EMFILE, "create %u: expected EMFILE, got %s",
+		     n, errname(err));
+	CHILD_EXPECT(n > 0, "no create succeeded below the limit %d", limit);
+
+	/* Failed creates of every type leave the descriptor table as it was. */
+	open_fds(before, EMFILE_SPAN);
+	for (unsigned int k = 0; k < 3; k++) {
+		errno = 0;
+		fd = create_kind(dev, k);
+		err = errno;
+		CHILD_EXPECT(fd == -1 && err == EMFILE,
+			     "create of kind %u at the limit: expected EMFILE, "
+			     "got %d/%s", k, fd, errname(err));
+	}
+	open_fds(after, EMFILE_SPAN);
+	for (int i = 0; i < EMFILE_SPAN; i++)
+		CHILD_EXPECT(before[i] == after[i],
+			     "descriptor %d %s by a failed create", i,
+			     after[i] ? "opened" : "closed");
+
+	/* Closing one descriptor makes room for exactly one object. */
+	fd = objs[--n];
+	CHILD_EXPECT(close(fd) == 0, "close: %s", strerror(errno));
+	errno = 0;
+	objs[n] = create_sem(dev, 1, 2);
+	err = errno;
+	CHILD_EXPECT(objs[n] == fd, "create after a close: expected fd %d, "
+		     "got %d/%s", fd, objs[n], errname(err));
+	n++;
+	errno = 0;
+	fd = create_event(dev, 0, 1);
+	err = errno;
+	CHILD_EXPECT(fd == -1 && err == EMFILE, "create with the table full "
+		     "again: expected EMFILE, got %d/%s", fd, errname(err));
+
+	/* The objects work: a wait takes the first, a semaphore of count 1. */
+	CHILD_EXPECT(wait_any(dev, objs, n, 1, 0, &index) == 0,
+		     "wait-any at the limit: %s", errname(errno));
+	CHILD_EXPECT(index == 0, "wait-any at the limit: index %u, expected 0",
+		     index);
+	CHILD_EXPECT(sem_read(objs[0], &count, &max) == 0 && count == 0 &&
+		     max == 2, "semaphore after the wait: count %u max %u",
+		     count, max);
+	CHILD_EXPECT(sem_release(objs[n - 1], 1, &count) == 0 && count == 1,
+		     "release of the re-created semaphore: previous %u", count);
+	for (unsigned int i = 0; i < n; i++)
+		close(objs[i]);
+	return 0;
+}
+
+TEST(create_at_descriptor_limit_is_emfile_and_leaves_no_fd)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 1, 1);
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(emfile_child(dev));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* The parent's limit and objects are untouched. */
+	ASSERT_SEM(sem, 1, 1);
+	close(sem);
+	close(dev);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(create_with_bad_pointer_is_efault_and_leaves_no_fd),
 	cmocka_unit_test(sem_release_with_bad_pointer_is_efault_and_unchanged),
@@ -738,6 +870,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(everything_closed_during_wait_times_out),
 	cmocka_unit_test(device_node_is_mode_0666_and_opens_for_any_user),
 	cmocka_unit_test(many_objects_and_instances),
+	cmocka_unit_test(create_at_descriptor_limit_is_emfile_and_leaves_no_fd),
 };
 
 NTSYNC_TEST_MAIN("abuse", tests, true)
