@@ -182,6 +182,12 @@ bool ntsync_driver_is_ours(void)
 	return access("/sys/module/ntsync/version", F_OK) == 0;
 }
 
+void close_all(const int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 int lowest_free_fd(void)
 {
 	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -255,6 +261,15 @@ void waiter_setup(struct waiter *w, int dev, bool all, const int *objs,
 	w->index = POISON32;
 	atomic_store(&w->state, 0);
 	w->reaped = false;
+}
+
+struct waiter *waiter_new(int dev, bool all, const int *objs, uint32_t count,
+			  uint32_t owner)
+{
+	struct waiter *w = waiters_alloc(1);
+
+	waiter_setup(w, dev, all, objs, count, owner);
+	return w;
 }
 
 static void waiter_run(struct waiter *w)

@@ -99,6 +99,9 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
 #define wait_all(dev, objs, count, owner, timeout, index) \
 	wait_objs(dev, true, objs, count, owner, 0, 0, timeout, index)
 
+/* Close the n descriptors in fds. */
+void close_all(const int *fds, unsigned int n);
+
 /* Asserting constructors: the test fails at the caller's line. */
 #define DEV_OPEN()			((int)CHECK_OK(dev_open()))
 #define NEW_SEM(dev, c, m)		((int)CHECK_OK(create_sem(dev, c, m)))
@@ -141,6 +144,31 @@ int wait_objs(int dev, bool all, const int *objs, uint32_t count,
  */
 bool ntsync_driver_is_ours(void);
 
+/* A wait with a past deadline (a poll) succeeds and reports index want. */
+#define ASSERT_WAIT_INDEX(want, dev, all, objs, count, owner, alert) do { \
+	uint32_t i_ = POISON32;						\
+	CHECK_OK(wait_objs(dev, all, objs, count, owner, alert, 0, 0, &i_)); \
+	assert_int_equal(i_, (uint32_t)(want));				\
+} while (0)
+
+/* SEM_RELEASE of n returns 0 and the previous count want_prev; the
+ * semaphore then reads (c, m). */
+#define ASSERT_SEM_RELEASE(fd, n, want_prev, c, m) do {		\
+	uint32_t p_ = POISON32;						\
+	assert_int_equal(CHECK_OK(sem_release(fd, n, &p_)), 0);	\
+	assert_int_equal(p_, (uint32_t)(want_prev));			\
+	ASSERT_SEM(fd, c, m);						\
+} while (0)
+
+/* An event operation (event_set, event_reset, event_pulse) returns 0 and
+ * the previous state want_prev; the event then reads (man, sig). */
+#define ASSERT_EVENT_OP(fd, op, want_prev, man, sig) do {		\
+	uint32_t p_ = POISON32;						\
+	assert_int_equal(CHECK_OK(op(fd, &p_)), 0);			\
+	assert_int_equal(p_, (uint32_t)(want_prev));			\
+	ASSERT_EVENT(fd, man, sig);					\
+} while (0)
+
 /* The descriptor number the next open() would get. */
 int lowest_free_fd(void);
 
@@ -178,6 +206,9 @@ void waiters_free(struct waiter *w, unsigned int n);
 /* Fill in a wait-any (all=false) or wait-all; deadline = now + GUARD_MS. */
 void waiter_setup(struct waiter *w, int dev, bool all, const int *objs,
 		  uint32_t count, uint32_t owner);
+/* One waiter of its own (free with waiters_free(w, 1)), set up as above. */
+struct waiter *waiter_new(int dev, bool all, const int *objs, uint32_t count,
+			  uint32_t owner);
 /* Start in a new thread (or a forked child if w->process); returns 0. */
 int waiter_start(struct waiter *w);
 /* Poll until the waiter sleeps inside its ioctl; false after the guard. */

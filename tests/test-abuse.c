@@ -570,9 +570,8 @@ TEST(object_fd_closed_during_wait_times_out)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &sem, 1, 1);
 
-	waiter_setup(w, dev, false, &sem, 1, 1);
 	w->timeout = mono_in_ms(500);
 	START_BLOCKED(w);
 	close(sem);
@@ -586,9 +585,8 @@ TEST(object_fd_closed_during_wait_all_times_out)
 {
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 0, 0) };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 2, 1);
 
-	waiter_setup(w, dev, true, objs, 2, 1);
 	w->timeout = mono_in_ms(500);
 	START_BLOCKED(w);
 	close(objs[0]);
@@ -604,10 +602,10 @@ TEST(object_fd_closed_during_wait_still_wakes_through_dup)
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
 	int copy = dup(sem);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	assert_true(copy >= 0);
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	START_BLOCKED(w);
 	close(sem);
 	CHECK_OK(sem_release(copy, 1, NULL));
@@ -623,9 +621,8 @@ TEST(device_fd_closed_during_wait_still_wakes)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &sem, 1, 1);
 
-	waiter_setup(w, dev, false, &sem, 1, 1);
 	START_BLOCKED(w);
 	close(dev);
 	CHECK_OK(sem_release(sem, 1, NULL));
@@ -641,9 +638,8 @@ TEST(everything_closed_during_wait_times_out)
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
 	int alert = NEW_EVENT(dev, 0, 0);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &sem, 1, 1);
 
-	waiter_setup(w, dev, false, &sem, 1, 1);
 	w->alert = (uint32_t)alert;
 	w->timeout = mono_in_ms(500);
 	START_BLOCKED(w);

@@ -62,64 +62,38 @@ TEST(event_read_writes_manual_and_signaled)
 	close(dev);
 }
 
-TEST(event_set_returns_previous_state)
+/*
+ * op twice on an event of each kind created with signaled = from: the first
+ * returns from, the second to, and the event is left at to.
+ */
+static void event_op_twice(int (*op)(int, uint32_t *), uint32_t from,
+			   uint32_t to)
 {
 	int dev = DEV_OPEN();
 
 	for (uint32_t manual = 0; manual < 2; manual++) {
-		int event = NEW_EVENT(dev, manual, 0);
-		uint32_t prev = POISON32;
+		int event = NEW_EVENT(dev, manual, from);
 
-		assert_int_equal(CHECK_OK(event_set(event, &prev)), 0);
-		assert_int_equal(prev, 0);
-		ASSERT_EVENT(event, manual, 1);
-		prev = POISON32;
-		CHECK_OK(event_set(event, &prev));
-		assert_int_equal(prev, 1);
-		ASSERT_EVENT(event, manual, 1);
+		ASSERT_EVENT_OP(event, op, from, manual, to);
+		ASSERT_EVENT_OP(event, op, to, manual, to);
 		close(event);
 	}
 	close(dev);
+}
+
+TEST(event_set_returns_previous_state)
+{
+	event_op_twice(event_set, 0, 1);
 }
 
 TEST(event_reset_returns_previous_state)
 {
-	int dev = DEV_OPEN();
-
-	for (uint32_t manual = 0; manual < 2; manual++) {
-		int event = NEW_EVENT(dev, manual, 1);
-		uint32_t prev = POISON32;
-
-		assert_int_equal(CHECK_OK(event_reset(event, &prev)), 0);
-		assert_int_equal(prev, 1);
-		ASSERT_EVENT(event, manual, 0);
-		prev = POISON32;
-		CHECK_OK(event_reset(event, &prev));
-		assert_int_equal(prev, 0);
-		ASSERT_EVENT(event, manual, 0);
-		close(event);
-	}
-	close(dev);
+	event_op_twice(event_reset, 1, 0);
 }
 
 TEST(event_pulse_returns_previous_state_and_leaves_unsignaled)
 {
-	int dev = DEV_OPEN();
-
-	for (uint32_t manual = 0; manual < 2; manual++) {
-		int event = NEW_EVENT(dev, manual, 1);
-		uint32_t prev = POISON32;
-
-		assert_int_equal(CHECK_OK(event_pulse(event, &prev)), 0);
-		assert_int_equal(prev, 1);
-		ASSERT_EVENT(event, manual, 0);
-		prev = POISON32;
-		CHECK_OK(event_pulse(event, &prev));
-		assert_int_equal(prev, 0);
-		ASSERT_EVENT(event, manual, 0);
-		close(event);
-	}
-	close(dev);
+	event_op_twice(event_pulse, 1, 0);
 }
 
 TEST(event_pulse_without_waiters_wakes_nothing_later)

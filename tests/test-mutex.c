@@ -127,14 +127,10 @@ TEST(mutex_wait_acquires_and_recurses)
 {
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 0, 0);
-	uint32_t index;
 
-	CHECK_OK(wait_any(dev, &mutex, 1, 10, 0, &index));
-	assert_int_equal(index, 0);
+	ASSERT_WAIT_INDEX(0, dev, false, &mutex, 1, 10, 0);
 	ASSERT_MUTEX(mutex, 10, 1);
-	index = POISON32;
-	CHECK_OK(wait_any(dev, &mutex, 1, 10, 0, &index));
-	assert_int_equal(index, 0);
+	ASSERT_WAIT_INDEX(0, dev, false, &mutex, 1, 10, 0);
 	ASSERT_MUTEX(mutex, 10, 2);
 	close(mutex);
 	close(dev);
@@ -157,10 +153,9 @@ TEST(mutex_recursion_up_to_u32_max)
 {
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 5, UINT32_MAX - 1);
-	uint32_t index, prev = POISON32;
+	uint32_t prev = POISON32;
 
-	CHECK_OK(wait_any(dev, &mutex, 1, 5, 0, &index));
-	assert_int_equal(index, 0);
+	ASSERT_WAIT_INDEX(0, dev, false, &mutex, 1, 5, 0);
 	ASSERT_MUTEX(mutex, 5, UINT32_MAX);
 	/* At UINT32_MAX the mutex is not signaled, even for its owner. */
 	CHECK_ERR(wait_any(dev, &mutex, 1, 5, 0, NULL), ETIMEDOUT);

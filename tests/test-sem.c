@@ -55,15 +55,9 @@ TEST(sem_release_returns_previous_count)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 10);
-	uint32_t prev = POISON32;
 
-	CHECK_OK(sem_release(sem, 1, &prev));
-	assert_int_equal(prev, 0);
-	ASSERT_SEM(sem, 1, 10);
-	prev = POISON32;
-	CHECK_OK(sem_release(sem, 4, &prev));
-	assert_int_equal(prev, 1);
-	ASSERT_SEM(sem, 5, 10);
+	ASSERT_SEM_RELEASE(sem, 1, 0, 1, 10);
+	ASSERT_SEM_RELEASE(sem, 4, 1, 5, 10);
 	close(sem);
 	close(dev);
 }
@@ -72,11 +66,8 @@ TEST(sem_release_zero_changes_nothing)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 3, 10);
-	uint32_t prev = POISON32;
 
-	CHECK_OK(sem_release(sem, 0, &prev));
-	assert_int_equal(prev, 3);
-	ASSERT_SEM(sem, 3, 10);
+	ASSERT_SEM_RELEASE(sem, 0, 3, 3, 10);
 	close(sem);
 	close(dev);
 }
@@ -85,11 +76,8 @@ TEST(sem_release_up_to_max)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 1, 3);
-	uint32_t prev = POISON32;
 
-	CHECK_OK(sem_release(sem, 2, &prev));
-	assert_int_equal(prev, 1);
-	ASSERT_SEM(sem, 3, 3);
+	ASSERT_SEM_RELEASE(sem, 2, 1, 3, 3);
 	close(sem);
 	close(dev);
 }

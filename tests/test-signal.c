@@ -37,10 +37,10 @@ static void signal_interrupts(bool all)
 	/* An empty semaphore and (for wait-all) a signaled auto-reset event,
 	 * which a partial acquisition would reset. */
 	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 0, 1) };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	install(false);
-	waiter_setup(w, dev, all, objs, all ? 2 : 1, 1);
+	w = waiter_new(dev, all, objs, all ? 2 : 1, 1);
 	START_BLOCKED(w);
 	assert_int_equal(pthread_kill(w->thread, TEST_SIGNAL), 0);
 	JOIN(w);
@@ -68,10 +68,10 @@ TEST(signal_with_sa_restart_restarts_the_wait)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	install(true);
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	START_BLOCKED(w);
 	for (int i = 0; i < 3; i++) {
 		int before = atomic_load(&handled);
@@ -97,10 +97,10 @@ TEST(signal_with_sa_restart_keeps_absolute_deadline)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	install(true);
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	w->timeout = mono_in_ms(300);
 	START_BLOCKED(w);
 	assert_int_equal(pthread_kill(w->thread, TEST_SIGNAL), 0);
@@ -185,10 +185,10 @@ TEST(signal_in_waiter_process_interrupts_wait)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	install(false);
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	w->process = true;
 	START_BLOCKED(w);
 	assert_int_equal(kill(w->pid, TEST_SIGNAL), 0);
@@ -204,9 +204,8 @@ TEST(fatal_signal_ends_waiter_process_cleanly)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, &sem, 1, 1);
 
-	waiter_setup(w, dev, true, &sem, 1, 1);
 	w->process = true;
 	START_BLOCKED(w);
 	assert_int_equal(kill(w->pid, SIGKILL), 0);

@@ -102,10 +102,10 @@ TEST(realtime_flag_measures_against_realtime_clock)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	/* An hour ahead on MONOTONIC is decades ago on REALTIME. */
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	w->flags = NTSYNC_WAIT_REALTIME;
 	w->timeout = mono_in_ms(3600 * 1000U);
 	assert_int_equal(waiter_start(w), 0);
@@ -120,10 +120,10 @@ TEST(monotonic_is_the_default_clock)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w;
 
 	/* "Now" on REALTIME is decades ahead on MONOTONIC: the wait sleeps. */
-	waiter_setup(w, dev, false, &sem, 1, 1);
+	w = waiter_new(dev, false, &sem, 1, 1);
 	w->timeout = now_ns(CLOCK_REALTIME);
 	START_BLOCKED(w);
 	CHECK_OK(sem_release(sem, 1, NULL));
@@ -139,9 +139,8 @@ static void u64_max_wait(bool all, uint32_t flags)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, all, &sem, 1, 1);
 
-	waiter_setup(w, dev, all, &sem, 1, 1);
 	w->flags = flags;
 	w->timeout = UINT64_MAX;
 	START_BLOCKED(w);
@@ -389,46 +388,40 @@ static void check_ns_result(int code)
 	fail();
 }
 
-TEST(monotonic_deadline_in_time_namespace_expires)
+/*
+ * Run one time-namespace case on a fresh semaphore of the given count;
+ * with check_after, the semaphore must then read count 0 (max 1).
+ */
+static void time_ns_case(uint32_t count, enum ns_case mode, bool check_after)
 {
 	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 0, 1);
+	int sem = NEW_SEM(dev, count, 1);
 
-	check_ns_result(run_in_time_namespace(dev, sem, NS_FUTURE));
-	ASSERT_SEM(sem, 0, 1);
+	check_ns_result(run_in_time_namespace(dev, sem, mode));
+	if (check_after)
+		ASSERT_SEM(sem, 0, 1);
 	close(sem);
 	close(dev);
+}
+
+TEST(monotonic_deadline_in_time_namespace_expires)
+{
+	time_ns_case(0, NS_FUTURE, true);
 }
 
 TEST(monotonic_past_deadline_in_time_namespace_is_immediate)
 {
-	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 0, 1);
-
-	check_ns_result(run_in_time_namespace(dev, sem, NS_PAST));
-	close(sem);
-	close(dev);
+	time_ns_case(0, NS_PAST, false);
 }
 
 TEST(realtime_deadline_in_time_namespace_is_unaffected)
 {
-	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 0, 1);
-
-	check_ns_result(run_in_time_namespace(dev, sem, NS_REALTIME));
-	close(sem);
-	close(dev);
+	time_ns_case(0, NS_REALTIME, false);
 }
 
 TEST(wait_in_time_namespace_acquires_signaled_object)
 {
-	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 1, 1);
-
-	check_ns_result(run_in_time_namespace(dev, sem, NS_WOKEN));
-	ASSERT_SEM(sem, 0, 1);
-	close(sem);
-	close(dev);
+	time_ns_case(1, NS_WOKEN, true);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -10,12 +10,6 @@
 
 #define MAXC NTSYNC_MAX_WAIT_COUNT
 
-static void close_all(const int *fds, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++)
-		close(fds[i]);
-}
-
 TEST(wait_any_acquires_lowest_signaled_index)
 {
 	int dev = DEV_OPEN();
@@ -251,10 +245,8 @@ TEST(wait_any_alert_returns_count)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_MUTEX(dev, 5, 1) };
 	int alert = NEW_EVENT(dev, 0, 1);
-	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, false, objs, 2, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 2);
+	ASSERT_WAIT_INDEX(2, dev, false, objs, 2, 1, alert);
 	/* An auto-reset alert is consumed; nothing else is touched. */
 	ASSERT_EVENT(alert, 0, 0);
 	ASSERT_SEM(objs[0], 0, 1);
@@ -270,14 +262,10 @@ TEST(wait_manual_alert_stays_signaled)
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
 	int alert = NEW_EVENT(dev, 1, 1);
-	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, false, &sem, 1, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 1);
+	ASSERT_WAIT_INDEX(1, dev, false, &sem, 1, 1, alert);
 	ASSERT_EVENT(alert, 1, 1);
-	index = POISON32;
-	CHECK_OK(wait_objs(dev, true, &sem, 1, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 1);
+	ASSERT_WAIT_INDEX(1, dev, true, &sem, 1, 1, alert);
 	ASSERT_EVENT(alert, 1, 1);
 	close(sem);
 	close(alert);
@@ -289,10 +277,8 @@ TEST(wait_any_objects_take_priority_over_alert)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_SEM(dev, 1, 1) };
 	int alert = NEW_EVENT(dev, 0, 1);
-	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, false, objs, 2, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 1);
+	ASSERT_WAIT_INDEX(1, dev, false, objs, 2, 1, alert);
 	ASSERT_SEM(objs[1], 0, 1);
 	ASSERT_EVENT(alert, 0, 1);
 	close_all(objs, 2);
@@ -305,10 +291,8 @@ TEST(wait_all_alert_returns_count_and_acquires_nothing)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 0, 0) };
 	int alert = NEW_EVENT(dev, 0, 1);
-	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, true, objs, 2, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 2);
+	ASSERT_WAIT_INDEX(2, dev, true, objs, 2, 1, alert);
 	ASSERT_SEM(objs[0], 1, 1);
 	ASSERT_EVENT(objs[1], 0, 0);
 	ASSERT_EVENT(alert, 0, 0);
@@ -322,10 +306,8 @@ TEST(wait_all_objects_take_priority_over_alert)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 0, 1) };
 	int alert = NEW_EVENT(dev, 0, 1);
-	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, true, objs, 2, 1, alert, 0, 0, &index));
-	assert_int_equal(index, 0);
+	ASSERT_WAIT_INDEX(0, dev, true, objs, 2, 1, alert);
 	ASSERT_SEM(objs[0], 0, 1);
 	ASSERT_EVENT(objs[1], 0, 0);
 	ASSERT_EVENT(alert, 0, 1);

@@ -34,10 +34,9 @@ TEST(sem_release_wakes_waiting_thread)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &sem, 1, 1);
 	uint32_t prev = POISON32;
 
-	waiter_setup(w, dev, false, &sem, 1, 1);
 	START_BLOCKED(w);
 	CHECK_OK(sem_release(sem, 1, &prev));
 	assert_int_equal(prev, 0);
@@ -132,9 +131,8 @@ TEST(mutex_recursive_unlock_wakes_only_at_zero)
 {
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 1, 2);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &mutex, 1, 2);
 
-	waiter_setup(w, dev, false, &mutex, 1, 2);
 	START_BLOCKED(w);
 	CHECK_OK(mutex_unlock(mutex, 1, NULL));
 	ASSERT_MUTEX(mutex, 1, 1);
@@ -153,9 +151,8 @@ TEST(mutex_kill_wakes_waiter_with_eownerdead)
 	int mutex = NEW_MUTEX(dev, 1, 3);
 	int other = NEW_SEM(dev, 0, 1);
 	int objs[2] = { other, mutex };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, objs, 2, 2);
 
-	waiter_setup(w, dev, false, objs, 2, 2);
 	START_BLOCKED(w);
 	CHECK_OK(mutex_kill(mutex, 1));
 	ASSERT_MUTEX(mutex, 2, 1);
@@ -174,9 +171,8 @@ TEST(mutex_kill_wakes_wait_all_with_eownerdead)
 	int mutex = NEW_MUTEX(dev, 1, 1);
 	int sem = NEW_SEM(dev, 1, 1);
 	int objs[2] = { sem, mutex };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 2, 2);
 
-	waiter_setup(w, dev, true, objs, 2, 2);
 	START_BLOCKED(w);
 	CHECK_OK(mutex_kill(mutex, 1));
 	JOIN(w);
@@ -244,9 +240,8 @@ TEST(event_reset_wakes_nobody)
 {
 	int dev = DEV_OPEN();
 	int event = NEW_EVENT(dev, 1, 0);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &event, 1, 1);
 
-	waiter_setup(w, dev, false, &event, 1, 1);
 	START_BLOCKED(w);
 	CHECK_OK(event_reset(event, NULL));
 	sleep_ms(SHORT_MS);
@@ -259,7 +254,10 @@ TEST(event_reset_wakes_nobody)
 	close(dev);
 }
 
-/* Waiters queued one after the other are woken in that order. */
+/*
+ * Waiters queued one after the other are woken in that order.  Takes the
+ * instance dev and its object obj, and closes both.
+ */
 static void fifo_order(int dev, int obj, uint32_t same_owner,
 		       int (*wake)(int))
 {
@@ -284,6 +282,8 @@ static void fifo_order(int dev, int obj, uint32_t same_owner,
 	}
 	join_all(w, 3);
 	waiters_free(w, 3);
+	close(obj);
+	close(dev);
 }
 
 static int release_one(int sem)
@@ -310,31 +310,22 @@ static int unlock_current(int mutex)
 TEST(sem_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
-	int sem = NEW_SEM(dev, 0, 3);
 
-	fifo_order(dev, sem, 1, release_one);
-	close(sem);
-	close(dev);
+	fifo_order(dev, NEW_SEM(dev, 0, 3), 1, release_one);
 }
 
 TEST(auto_event_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
-	int event = NEW_EVENT(dev, 0, 0);
 
-	fifo_order(dev, event, 1, set_event);
-	close(event);
-	close(dev);
+	fifo_order(dev, NEW_EVENT(dev, 0, 0), 1, set_event);
 }
 
 TEST(mutex_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
-	int mutex = NEW_MUTEX(dev, 1, 1);
 
-	fifo_order(dev, mutex, 0, unlock_current);
-	close(mutex);
-	close(dev);
+	fifo_order(dev, NEW_MUTEX(dev, 1, 1), 0, unlock_current);
 }
 
 TEST(wait_all_woken_only_when_all_signaled_at_once)
@@ -343,10 +334,9 @@ TEST(wait_all_woken_only_when_all_signaled_at_once)
 	int sem = NEW_SEM(dev, 0, 2);
 	int event = NEW_EVENT(dev, 0, 0);
 	int objs[2] = { sem, event };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 2, 1);
 	uint32_t index;
 
-	waiter_setup(w, dev, true, objs, 2, 1);
 	START_BLOCKED(w);
 	/* Event alone: not enough. */
 	CHECK_OK(event_set(event, NULL));
@@ -377,9 +367,8 @@ TEST(wait_all_woken_by_mutex_unlock_and_sem_release)
 	int mutex = NEW_MUTEX(dev, 5, 1);
 	int sem = NEW_SEM(dev, 0, 1);
 	int objs[2] = { mutex, sem };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 2, 6);
 
-	waiter_setup(w, dev, true, objs, 2, 6);
 	START_BLOCKED(w);
 	CHECK_OK(sem_release(sem, 1, NULL));
 	ASSERT_SEM(sem, 1, 1);
@@ -399,9 +388,8 @@ TEST(wait_any_woken_by_alert_returns_count)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 1, 0) };
 	int alert = NEW_EVENT(dev, 0, 0);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, objs, 2, 1);
 
-	waiter_setup(w, dev, false, objs, 2, 1);
 	w->alert = (uint32_t)alert;
 	START_BLOCKED(w);
 	CHECK_OK(event_set(alert, NULL));
@@ -420,9 +408,8 @@ TEST(wait_all_woken_by_alert_returns_count)
 	int dev = DEV_OPEN();
 	int objs[2] = { NEW_SEM(dev, 1, 1), NEW_EVENT(dev, 1, 0) };
 	int alert = NEW_EVENT(dev, 0, 0);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 2, 1);
 
-	waiter_setup(w, dev, true, objs, 2, 1);
 	w->alert = (uint32_t)alert;
 	START_BLOCKED(w);
 	CHECK_OK(event_set(alert, NULL));
@@ -441,9 +428,8 @@ TEST(wait_any_woken_by_second_object_reports_its_index)
 {
 	int dev = DEV_OPEN();
 	int objs[3] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 0, 0), NEW_MUTEX(dev, 4, 1) };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, objs, 3, 1);
 
-	waiter_setup(w, dev, false, objs, 3, 1);
 	START_BLOCKED(w);
 	CHECK_OK(mutex_unlock(objs[2], 4, NULL));
 	JOIN(w);
@@ -459,9 +445,8 @@ TEST(waiter_process_woken_by_sem_release)
 {
 	int dev = DEV_OPEN();
 	int sem = NEW_SEM(dev, 0, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &sem, 1, 1);
 
-	waiter_setup(w, dev, false, &sem, 1, 1);
 	w->process = true;
 	START_BLOCKED(w);
 	CHECK_OK(sem_release(sem, 1, NULL));
@@ -497,9 +482,8 @@ TEST(waiter_process_woken_by_mutex_kill)
 {
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 1, 1);
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, false, &mutex, 1, 2);
 
-	waiter_setup(w, dev, false, &mutex, 1, 2);
 	w->process = true;
 	START_BLOCKED(w);
 	CHECK_OK(mutex_kill(mutex, 1));
@@ -539,9 +523,8 @@ TEST(wait_all_process_woken_across_processes)
 {
 	int dev = DEV_OPEN();
 	int objs[3] = { NEW_SEM(dev, 0, 1), NEW_MUTEX(dev, 0, 0), NEW_EVENT(dev, 0, 0) };
-	struct waiter *w = waiters_alloc(1);
+	struct waiter *w = waiter_new(dev, true, objs, 3, 42);
 
-	waiter_setup(w, dev, true, objs, 3, 42);
 	w->process = true;
 	START_BLOCKED(w);
 	CHECK_OK(sem_release(objs[0], 1, NULL));
