@@ -577,7 +577,7 @@ static struct race *race_new(void)
 
 	assert_non_null(r);
 	r->dev = DEV_OPEN();
-	r->releases = scaled(5000);
+	r->releases = scaled(50000);
 	return r;
 }
 
