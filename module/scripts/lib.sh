@@ -25,3 +25,19 @@ copy_src() {
 	cp "$top/include/uapi/linux/ntsync.h" "$dst/include/uapi/linux/"
 	cp "$top/VERSION" "$dst/"
 }
+
+# Take the machine's guest lock (shared with vm/ntsync-vm and
+# debian/guest-lifecycle): one TCG guest at a time on this 2-core machine,
+# so that guests neither starve each other nor time out.  Held on fd 9
+# until the calling script exits.  NTSYNC_VM_PARALLEL=1 skips it.
+guest_lock() {
+	local who=$1 lock=${NTSYNC_CACHE:-/var/cache/ntsync}/guest.lock
+	[ "${NTSYNC_VM_PARALLEL:-0}" = 1 ] && return 0
+	mkdir -p "${lock%/*}"
+	exec 9>>"$lock"
+	if ! flock -n 9; then
+		echo "$who: waiting for another guest to finish ($(head -n1 "$lock" 2>/dev/null))" >&2
+		flock 9
+	fi
+	echo "pid $$: $who" >"$lock"
+}
