@@ -34,6 +34,18 @@ shown() {
 	"$@" 2>&1 | tee -a "$logf" | while IFS= read -r line; do echo "$line" >"$TTY"; done
 	return "${PIPESTATUS[0]}"
 }
+# The same, each line in the log file after the guest's uptime (the kernel log's time base),
+# so that slow steps of an installation show.
+shown_timed() {
+	local logf=$1 line up _
+	shift
+	"$@" 2>&1 | while IFS= read -r line; do
+		echo "$line" >"$TTY"
+		read -r up _ </proc/uptime
+		printf '[%8s] %s\n' "$up" "$line" >>"$logf"
+	done
+	return "${PIPESTATUS[0]}"
+}
 
 JOB_RC=0
 LOADED_BY=""
@@ -87,7 +99,7 @@ build_ours_directly() {
 	say "building our module from $src for $(uname -r)"
 	rm -rf /var/tmp/ntsync-build
 	cp -a "$src" /var/tmp/ntsync-build
-	if ! shown "$OUT/build.log" make -C /var/tmp/ntsync-build/module KDIR="/lib/modules/$(uname -r)/build"; then
+	if ! shown_timed "$OUT/build.log" make -C /var/tmp/ntsync-build/module KDIR="/lib/modules/$(uname -r)/build"; then
 		return 1
 	fi
 	OURS_KO=/var/tmp/ntsync-build/module/ntsync.ko
@@ -143,14 +155,14 @@ mark stage install
 if [ "$NET" = 1 ]; then
 	# A user's cloud image: no compiler, no headers. Get them from Debian's archive.
 	say "network install: apt-get update; headers and compiler for $(uname -r)"
-	shown "$OUT/install.log" apt-get update || fail "apt-get update failed (network?)"
-	shown "$OUT/install.log" apt-get install -y "linux-headers-$(uname -r)" dkms gcc make libc6-dev \
+	shown_timed "$OUT/install.log" apt-get update || fail "apt-get update failed (network?)"
+	shown_timed "$OUT/install.log" apt-get install -y "linux-headers-$(uname -r)" dkms gcc make libc6-dev \
 		pkgconf libcmocka0 || fail "installing headers and compiler failed"
 fi
 if [ "$MODE" = debs ]; then
 	cd "$IN/debs" || fail "no debs in the input"
 	say "apt-get install $(echo ./*.deb)"
-	shown "$OUT/install.log" apt-get install -y ./*.deb || fail "apt-get install of our packages failed"
+	shown_timed "$OUT/install.log" apt-get install -y ./*.deb || fail "apt-get install of our packages failed"
 	cd / || exit 1
 fi
 
