@@ -539,12 +539,43 @@ static long get_long(const char *path)
 	return strtol(buf, NULL, 10);
 }
 
-enum fs_op { FS_SEM, FS_MUTEX, FS_EVENT, FS_ANY, FS_ALL, FS_RELEASE, FS_NOPS };
-static const char *const fs_names[] = { "CREATE_SEM", "CREATE_MUTEX", "CREATE_EVENT", "WAIT_ANY", "WAIT_ALL", "SEM_RELEASE" };
+enum fs_op { FS_SEM, FS_MUTEX, FS_EVENT, FS_ANY, FS_ALL, FS_RELEASE, FS_ANY_BIG, FS_ALL_BIG, FS_NOPS };
+static const char *const fs_names[] = {
+	"CREATE_SEM", "CREATE_MUTEX", "CREATE_EVENT", "WAIT_ANY", "WAIT_ALL", "SEM_RELEASE",
+	"WAIT_ANY of 12 that must queue", "WAIT_ALL of 12",
+};
+
+/*
+ * Waits of up to 8 objects keep their queue on the kernel stack, and a
+ * wait-any that can acquire at once never queues: only these allocate.
+ * big[]: 12 semaphores, count 0 for the wait-any (it queues, then times
+ * out 50 ms later; a deadline that passes before the wait is set up
+ * returns ETIMEDOUT without allocating, and a KASAN kernel under TCG needs
+ * milliseconds to get there) and count 1 for the wait-all (it acquires
+ * all twelve).
+ */
+#define FS_BIG 12
+
+/* Bring every semaphore of big[] (maximum 1) to count want; say what it found. */
+static uint32_t fs_big_set(int dev, const int *big, uint32_t want)
+{
+	uint32_t total = 0;
+
+	for (int i = 0; i < FS_BIG; i++) {
+		uint32_t c = sem_count(big[i]), n = 1;
+
+		total += c;
+		if (c < want)
+			xioctl(big[i], NTSYNC_IOC_SEM_RELEASE, &n);
+		else if (c > want)
+			wait_objs(dev, false, &big[i], 1, 7, 0, 0, NULL);
+	}
+	return total;
+}
 
 static int test_failslab(void)
 {
-	int dev, objs[3], injected_total = 0, mif;
+	int dev, objs[3], big[FS_BIG], injected_total = 0, mif;
 
 	if (access(FS "probability", W_OK)) {
 		printf("  no %s (needs CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_DEBUG_FS, debugfs mounted, root)\n", FS);
@@ -569,8 +600,13 @@ static int test_failslab(void)
 	objs[0] = create_sem(dev, 1, 5);
 	objs[1] = create_event(dev, 1, 1);
 	objs[2] = create_mutex(dev, 0, 0);
+	for (int i = 0; i < FS_BIG; i++)
+		big[i] = create_sem(dev, 0, 1);
 	for (int op = 0; op < FS_NOPS; op++) {
 		int injected = 0, enomem = 0;
+
+		if (op == FS_ALL_BIG)
+			fs_big_set(dev, big, 1);
 
 		for (long space = 0; space < 65536; space += 8) {
 			char sp[32];
@@ -589,11 +625,16 @@ static int test_failslab(void)
 			case FS_EVENT: { struct ntsync_event_args a = { 1, 0 }; ret = xioctl(dev, NTSYNC_IOC_CREATE_EVENT, &a); break; }
 			case FS_ANY: ret = wait_objs(dev, false, objs, 3, 7, 0, 0, &idx); break;
 			case FS_ALL: ret = wait_objs(dev, true, objs, 3, 7, 0, 0, &idx); break;
+			case FS_ANY_BIG: ret = wait_objs(dev, false, big, FS_BIG, 7, mono_ns() + NS / 20, 0, &idx); break;
+			case FS_ALL_BIG: ret = wait_objs(dev, true, big, FS_BIG, 7, 0, 0, &idx); break;
 			default: ret = xioctl(objs[0], NTSYNC_IOC_SEM_RELEASE, &n); break;
 			}
 			if (pwrite(mif, "0", 1, 0) != 1)
 				tfail("make-it-fail: %s", strerror(errno));
 			bool clean = get_long(FS "times") == 1;
+
+			if (op == FS_ANY_BIG && ret == -ETIMEDOUT)
+				ret = 0;	/* the outcome without a failure: nothing was signaled */
 
 			if (clean) {
 				/* nothing injected: the op must succeed; it is undone below */
@@ -613,6 +654,14 @@ static int test_failslab(void)
 				else
 					CHECK(count_fds() == base, "%s failed but left a descriptor (%d -> %d)",
 					      fs_names[op], base, count_fds());
+			} else if (op == FS_ANY_BIG || op == FS_ALL_BIG) {
+				/* ANY: nothing to acquire either way; ALL: all twelve or none */
+				uint32_t want = op == FS_ALL_BIG && ret < 0 ? FS_BIG : 0;
+				uint32_t was = fs_big_set(dev, big, op == FS_ALL_BIG ? 1 : 0);
+
+				CHECK(was == want, "%s returned %ld: the twelve counts add up to %u, want %u",
+				      fs_names[op], ret, was, want);
+				CHECK(ret < 0 || op == FS_ANY_BIG || idx == 0, "%s: index %u", fs_names[op], idx);
 			} else if (op == FS_RELEASE) {
 				uint32_t c = sem_count(objs[0]);
 
@@ -656,6 +705,8 @@ static int test_failslab(void)
 	close(objs[0]);
 	close(objs[1]);
 	close(objs[2]);
+	for (int i = 0; i < FS_BIG; i++)
+		close(big[i]);
 	close(dev);
 	CHECK(injected_total > 0, "no failure was ever injected: is failslab working?");
 	return 0;
