@@ -7,6 +7,7 @@
 # and under Debian's dash in a cloud guest (vm/ntsync-vm exec).
 #
 #   guest-abuse.sh [--bindir DIR] [--seconds N] [--cycles N] [--seed N] [--no-rmmod]
+#                  [--suite DIR]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse (and the *32 builds from
 #                 fuzz/build-static) are; default: next to this script, else PATH
@@ -15,6 +16,9 @@
 #                 TCG, where one cycle costs ~100x more, pass ~100000 and say so)
 #   --no-rmmod    leave the module loaded (when the driver is built in, rmmod
 #                 is skipped anyway)
+#   --suite DIR   first run the conformance suite built by tests/build-static:
+#                 every DIR/amd64/test-* and DIR/i386/test-* program (one
+#                 result per program: cmocka exits with its number of failures)
 # Ends with `N passed, N failed, N skipped`; exit 0 iff none failed.
 set -eu
 # shellcheck disable=SC3040 # busybox ash and dash >= 0.5.11 have pipefail
@@ -25,6 +29,7 @@ seconds=600
 cycles=1000000
 seed=
 rmmod_it=1
+suite=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
@@ -32,7 +37,8 @@ while [ $# -gt 0 ]; do
 	--cycles) cycles=${2:?--cycles needs a number}; shift 2 ;;
 	--seed) seed=${2:?--seed needs a number}; shift 2 ;;
 	--no-rmmod) rmmod_it=0; shift ;;
-	-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--suite) suite=${2:?--suite needs a directory}; shift 2 ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -82,6 +88,17 @@ fi
 log_lines=$(dmesg | wc -l)
 tainted_before=$(cat /proc/sys/kernel/tainted)
 echo "guest-abuse: kernel $(uname -r), $(nproc 2>/dev/null || echo ?) CPUs, tainted=$tainted_before, ${seconds}s of fuzzing, $cycles cycles"
+
+if [ -n "$suite" ]; then
+	# The conformance suite, 64-bit and i386 (compat ioctls); a program's exit
+	# status is its number of failed test cases, 77 when it skipped.
+	for arch in amd64 i386; do
+		for t in "$suite/$arch"/test-*; do
+			[ -x "$t" ] || continue
+			run "suite-$arch-${t##*/test-}" "$t"
+		done
+	done
+fi
 
 seedarg=
 [ -n "$seed" ] && seedarg="--seed $seed"
