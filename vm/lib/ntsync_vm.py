@@ -955,7 +955,10 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
         boot_args = ["-kernel", str(image["kernel"]), "-initrd", str(image["initrd"]), "-append", append.strip()]
         kernel_desc = image["info"]["kernel_release"]
     disks = boot_args + [
-        "-drive", f"file={overlay},if=virtio,format=qcow2,discard=unmap,cache=unsafe",
+        # bootindex: SeaBIOS would otherwise try another of the virtio disks (the seed or
+        # the job's tar) first and find no bootloader there ("No bootable device").
+        "-drive", f"file={overlay},if=none,id=root,format=qcow2,discard=unmap,cache=unsafe",
+        "-device", "virtio-blk-pci,drive=root,bootindex=0",
         "-drive", f"file={seed},if=virtio,format=raw,readonly=on",
         "-drive", f"file={inp},if=none,id=ntin,format=raw,readonly=on",
         "-device", "virtio-blk-pci,drive=ntin,serial=ntsync-in",
