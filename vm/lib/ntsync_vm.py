@@ -955,10 +955,11 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
         boot_args = ["-kernel", str(image["kernel"]), "-initrd", str(image["initrd"]), "-append", append.strip()]
         kernel_desc = image["info"]["kernel_release"]
     disks = boot_args + [
-        # bootindex: SeaBIOS would otherwise try another of the virtio disks (the seed or
-        # the job's tar) first and find no bootloader there ("No bootable device").
+        # bootindex: SeaBIOS would otherwise try another of the virtio disks (the seed or the
+        # job's tar) first and find no bootloader there ("No bootable device"). 1, because
+        # with -kernel QEMU's linuxboot option ROM holds 0.
         "-drive", f"file={overlay},if=none,id=root,format=qcow2,discard=unmap,cache=unsafe",
-        "-device", "virtio-blk-pci,drive=root,bootindex=0",
+        "-device", "virtio-blk-pci,drive=root,bootindex=1",
         "-drive", f"file={seed},if=virtio,format=raw,readonly=on",
         "-drive", f"file={inp},if=none,id=ntin,format=raw,readonly=on",
         "-device", "virtio-blk-pci,drive=ntin,serial=ntsync-in",
