@@ -1067,8 +1067,9 @@ def verdict(res):
     return (1 if reasons else 0), reasons
 
 
-def report(res, image_seconds=None):
-    print_timings(res, image_seconds)
+def report(res, image_seconds=None, timings=True):
+    if timings:
+        print_timings(res, image_seconds)
     for n in res["notes"]:
         log(f"note: {n}")
     code, reasons = verdict(res)
@@ -1120,8 +1121,11 @@ def job_single(opts):
     res = run_guest(opts.job, suite, opts, debs, image=image,
                     echo_job=opts.job in ("demo", "bench", "exec") or opts.verbose)
     if opts.job == "shell":
-        log(f"shell ended; console log {res['console']}")
-        return 0
+        if res.get("job_rc") is None:
+            log(f"shell ended without ntsync-vm-exit: no end-of-job checks; console log {res['console']}")
+            return 0
+        log("shell ended through ntsync-vm-exit: the end-of-job checks")
+        return report(res, timings=False)
     code = report(res, image_seconds)
     if opts.job == "exec":
         share = Path(res["results"]) / "share"
