@@ -1100,12 +1100,12 @@ def prepare(opts, suite):
         log(f"packages: {len(debs)} debs from {opts.debs}")
     elif not opts.no_debs:
         debs = build_debs()
-    if opts.job == "test" and not opts.no_i386 and not getattr(opts, "i386_dir", None):
-        d = build_i386_suite()
-        opts.i386_dir = str(d) if d else None
         if debs is None:
             warn("debian/ is not there yet: the guest builds module/ directly (make -C module) "
                  "and loads it with insmod; no packages, so no test suite")
+    if opts.job == "test" and not opts.no_i386 and not getattr(opts, "i386_dir", None):
+        d = build_i386_suite()
+        opts.i386_dir = str(d) if d else None
     return image, debs, image_seconds
 
 
@@ -1157,6 +1157,10 @@ def job_matrix(opts):
         if debs is None:
             die("matrix needs our packages (debian/)")
         opts.debs = str(debs[0].parent)
+    if not opts.no_i386 and not getattr(opts, "i386_dir", None):
+        # Likewise one build of the i386 suite.
+        d = build_i386_suite()
+        opts.i386_dir = str(d) if d else None
     for suite, driver in plan:
         o = argparse.Namespace(**vars(opts))
         o.suite, o.driver, o.job = suite, driver, "test"
