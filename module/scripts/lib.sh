@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Shared by kbuild-matrix and smoke/boot-smoke; sourced, not run.
+# shellcheck shell=bash
+# Shared by the scripts that build or boot the module (kbuild-matrix,
+# boot-smoke, boot-fuzz, guest-lifecycle, the build-static scripts);
+# sourced, not run.
 
 # Run a command inside a kernel root with /proc and /dev (objtool and apt
 # need them) and a clean environment, in private mount and pid namespaces,
@@ -40,4 +43,20 @@ guest_lock() {
 		flock 9
 	fi
 	echo "pid $$: $who" >"$lock"
+}
+
+# Make sure compiler CC can link static programs for -m64 and -m32 (i386),
+# installing gcc-multilib with apt-get when it cannot.  PROG names the
+# caller in messages.  Returns 1 (after saying why) when that fails.
+need_static_cc() {
+	local prog=$1 cc=$2
+	if ! command -v "$cc" >/dev/null; then
+		echo "$prog: no C compiler '$cc'; install gcc (apt-get install gcc)" >&2
+		return 1
+	fi
+	echo 'int main(void){return 0;}' | "$cc" -m32 -static -x c -o /dev/null - 2>/dev/null && return 0
+	echo "$prog: $cc cannot link static i386 programs; installing gcc-multilib" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-multilib >/dev/null && return 0
+	echo "$prog: apt-get install gcc-multilib failed; install it by hand (needed for -m32 -static)" >&2
+	return 1
 }
