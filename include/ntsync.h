@@ -9,9 +9,13 @@
  * Ownership, in short:
  *
  *   - A device instance is an opaque struct ntsync_device, made by
- *     ntsync_open() and freed by ntsync_close().  Every instance is a
- *     separate namespace: objects of one instance cannot be waited on
- *     through another.
+ *     ntsync_open() (a new instance) or ntsync_open_fd() (an instance
+ *     descriptor received from another process or inherited; 1.1) and freed
+ *     by ntsync_close(), which closes the handle's descriptor.  Every
+ *     instance is a separate namespace: objects of one instance cannot be
+ *     waited on through another.  Processes share an instance by passing its
+ *     descriptor (and those of its objects) over a UNIX socket (SCM_RIGHTS)
+ *     or across fork/exec; opening the node again makes a new instance.
  *
  *   - Sync objects (semaphores, mutexes, events) are plain int file
  *     descriptors, returned by ntsync_*_create().  They belong to the caller,
@@ -51,6 +55,25 @@
 
 #ifndef NTSYNC_H
 #define NTSYNC_H
+
+/*
+ * The version of the library API this header declares.  A program that needs
+ * a function of a later release can test for it at compile time:
+ *
+ *   #if LIBNTSYNC_CHECK_VERSION(1, 1)
+ *           ret = ntsync_open_fd(fd, 0, &dev);
+ *   #endif
+ *
+ * ntsync_version() gives the version of the library actually loaded.
+ */
+#define LIBNTSYNC_VERSION_MAJOR 1
+#define LIBNTSYNC_VERSION_MINOR 1
+#define LIBNTSYNC_VERSION_PATCH 0
+/* True if this header is version major.minor or later. */
+#define LIBNTSYNC_CHECK_VERSION(major, minor)				\
+	(LIBNTSYNC_VERSION_MAJOR > (major) ||				\
+	 (LIBNTSYNC_VERSION_MAJOR == (major) &&				\
+	  LIBNTSYNC_VERSION_MINOR >= (minor)))
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -106,7 +129,7 @@ struct ntsync_timeout {
 	uint32_t reserved;	/* must be 0 */
 };
 
-/* Library version string, e.g. "1.0.0". */
+/* Version string of the library that is loaded, e.g. "1.1.0". */
 NTSYNC_API const char *ntsync_version(void);
 
 /* --- device instance --------------------------------------------------- */
@@ -119,12 +142,42 @@ NTSYNC_API const char *ntsync_version(void);
  */
 NTSYNC_API int ntsync_open(const char *path, struct ntsync_device **out);
 
+/* Flags of ntsync_open_fd(). */
+/* Duplicate the descriptor (close-on-exec) instead of taking it over. */
+#define NTSYNC_OPEN_FD_DUP 0x1u
+
+/*
+ * Since 1.1.  Make a handle for an instance whose descriptor fd the caller
+ * already has: received over a UNIX socket (SCM_RIGHTS) from the process
+ * that opened the device, as Wine's clients get wineserver's, or inherited.
+ * The handle refers to that same instance, so the waits accept the objects
+ * that were created on it in any process.
+ *
+ * Ownership: by default the handle TAKES OVER fd: on success fd belongs to
+ * the handle and ntsync_close() closes it; the caller must not close it
+ * (its close-on-exec flag is left as it is).  With NTSYNC_OPEN_FD_DUP the
+ * handle works on a close-on-exec duplicate and fd stays the caller's.  On
+ * failure fd is left open and the caller's in both cases.
+ *
+ * Returns 0 with the handle in *out, or -errno with *out set to NULL (when
+ * out is not NULL): -EINVAL for a NULL out or unknown flags, -EBADF if fd is
+ * not an open descriptor (or an O_PATH one), -ENOTTY if it is not a
+ * character device (a socket, a pipe, a regular file, an ntsync object),
+ * -EMFILE from the duplication, -ENOMEM.  Like ntsync_open(), it cannot
+ * tell an ntsync instance from another character device; the first
+ * operation on such a handle fails with -ENOTTY.
+ */
+NTSYNC_API int ntsync_open_fd(int fd, unsigned int flags,
+			      struct ntsync_device **out);
+
 /* Close the instance and free the handle.  NULL is a no-op.  Objects created
  * on it stay open until the caller closes them. */
 NTSYNC_API void ntsync_close(struct ntsync_device *dev);
 
 /* The instance's file descriptor (still owned by the handle; do not close
- * it), or -EINVAL if dev is NULL. */
+ * it), or -EINVAL if dev is NULL: to pass the instance to another process
+ * or to issue the ioctls of <linux/ntsync.h> directly.  The device cannot
+ * be polled. */
 NTSYNC_API int ntsync_device_fd(const struct ntsync_device *dev);
 
 /* --- semaphores -------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ _Static_assert(sizeof(struct ntsync_wait_args) == 40,
 	       "struct ntsync_wait_args is 40 bytes in the mainline ABI");
 _Static_assert(sizeof(struct ntsync_timeout) == 16,
 	       "struct ntsync_timeout is part of the library ABI");
+_Static_assert(LIBNTSYNC_VERSION_MAJOR == 1,
+	       "a new major version is a new SONAME");
 
 #ifndef LIBNTSYNC_VERSION
 #error "LIBNTSYNC_VERSION must be defined by the build"
@@ -78,6 +81,56 @@ NTSYNC_API int ntsync_open(const char *path, struct ntsync_device **out)
 		return -ENOMEM;
 	}
 	dev->fd = fd;
+	*out = dev;
+	return 0;
+}
+
+/*
+ * The descriptor is taken over (or duplicated) as it is: there is nothing in
+ * the ABI that identifies an ntsync instance without side effects, so only
+ * what fstat(2) can tell is checked, as ntsync_open() trusts its path.
+ */
+NTSYNC_API int ntsync_open_fd(int fd, unsigned int flags,
+			      struct ntsync_device **out)
+{
+	struct ntsync_device *dev;
+	struct stat st;
+	int fl;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (flags & ~NTSYNC_OPEN_FD_DUP)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return neg_errno();
+#ifdef O_PATH
+	/* An O_PATH descriptor names the node but cannot issue ioctls. */
+	if (fl & O_PATH)
+		return -EBADF;
+#endif
+	if (fstat(fd, &st) != 0)
+		return neg_errno();
+	if (!S_ISCHR(st.st_mode))
+		return -ENOTTY;
+
+	dev = malloc(sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	if (flags & NTSYNC_OPEN_FD_DUP) {
+		dev->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dev->fd < 0) {
+			int ret = neg_errno();
+
+			free(dev);
+			return ret;
+		}
+	} else {
+		dev->fd = fd;
+	}
 	*out = dev;
 	return 0;
 }

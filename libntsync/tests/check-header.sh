@@ -17,6 +17,9 @@ strict="-Wall -Wextra -Werror -Wundef -Wshadow -Wstrict-prototypes -Wmissing-pro
 
 cat >"$tmp/alone.c" <<'EOT'
 #include <ntsync.h>
+#if !LIBNTSYNC_CHECK_VERSION(1, 1) || LIBNTSYNC_CHECK_VERSION(1, 99)
+#error "LIBNTSYNC_CHECK_VERSION is wrong"
+#endif
 int main(void)
 {
 	struct ntsync_timeout t = { 0, NTSYNC_TIMEOUT_INFINITE, 0 };

@@ -4,12 +4,18 @@
  * that the library's structures and results match the driver's.  The
  * behaviour of the driver itself is tested in depth by the conformance
  * suite in tests/.  Exits 77 (skipped) where the device cannot be opened;
- * the device path can be overridden with NTSYNC_DEVICE.  Installed as
+ * the device path can be overridden with NTSYNC_DEVICE.  One test shares an
+ * instance the way an emulator does: a server process opens it and sends
+ * the device and an object over UNIX sockets to clients it starts with
+ * exec (this program again, with --client FD), which adopt the device with
+ * ntsync_open_fd() and wait through it.  Installed as
  * test-libntsync next to the conformance suite, so ntsync-run-tests runs it
  * in guests too.
  */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -285,6 +293,202 @@ static void objects_outlive_handle(void **state)
 	close(sem);
 }
 
+/* ---- an instance shared with exec'd client processes ---- */
+
+#define SHARE_CLIENTS 4
+/* Owner ids of the clients' waits: distinct, like Windows thread ids. */
+#define SHARE_OWNER(i) (0x100u + (uint32_t)(i))
+
+/* One byte of data (the client's number) and n descriptors. */
+static int send_fds(int sock, unsigned char byte, const int *fds, int n)
+{
+	char buf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = buf,
+			      .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+	struct cmsghdr *c;
+
+	memset(buf, 0, sizeof(buf));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+/* Receive exactly n descriptors (close-on-exec) and the byte; -errno. */
+static int recv_fds(int sock, unsigned char *byte, int *fds, int n)
+{
+	char buf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = buf,
+			      .msg_controllen = sizeof(buf) };
+	struct cmsghdr *c;
+	ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+
+	if (r < 0)
+		return -errno;
+	c = CMSG_FIRSTHDR(&msg);
+	if (r != 1 || !c || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(n * sizeof(int)) ||
+	    (msg.msg_flags & MSG_CTRUNC))
+		return -EPROTO;
+	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	return 0;
+}
+
+/* read() exactly len bytes within timeout_ms; 0 or -errno (-ETIMEDOUT). */
+static int read_all(int fd, void *p, size_t len, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char *b = p;
+
+	while (len) {
+		int r = poll(&pfd, 1, timeout_ms);
+		ssize_t n;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		n = read(fd, b, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* What a client reports back: its wait's result and index. */
+struct share_report {
+	int32_t reopen_ret;	/* wait through a fresh instance: -EINVAL */
+	int32_t ret;
+	uint32_t index;
+};
+
+/*
+ * The client, exec'd with --client FD: receive the device and the
+ * semaphore, adopt the device (client 1 and 3 with NTSYNC_OPEN_FD_DUP), show
+ * that a fresh instance refuses the semaphore, tell the server it is ready,
+ * wait for the semaphore and report.  Exit 0 when it could report.
+ */
+static int share_client(const char *fd_arg)
+{
+	struct share_report rep = { 0, 0, POISON32 };
+	struct ntsync_device *dev, *fresh;
+	unsigned char idx, ready = 'r';
+	int sock = atoi(fd_arg), fds[2], ret;
+	unsigned int flags;
+
+	ret = recv_fds(sock, &idx, fds, 2);
+	if (ret < 0) {
+		fprintf(stderr, "client: receiving the descriptors: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	flags = (idx & 1) ? NTSYNC_OPEN_FD_DUP : 0;
+	ret = ntsync_open_fd(fds[0], flags, &dev);
+	if (ret < 0) {
+		fprintf(stderr, "client %u: ntsync_open_fd: %s\n", idx,
+			strerror(-ret));
+		return 1;
+	}
+	if (flags & NTSYNC_OPEN_FD_DUP)
+		close(fds[0]);
+	rep.reopen_ret = ntsync_open(device_path(), &fresh);
+	if (rep.reopen_ret == 0) {
+		rep.reopen_ret = ntsync_wait_any(fresh, &fds[1], 1,
+						 SHARE_OWNER(idx),
+						 NTSYNC_NO_ALERT,
+						 ntsync_timeout_relative(0),
+						 NULL);
+		ntsync_close(fresh);
+	}
+	if (write(sock, &ready, 1) != 1)
+		return 1;
+	rep.ret = ntsync_wait_any(dev, &fds[1], 1, SHARE_OWNER(idx),
+				  NTSYNC_NO_ALERT,
+				  ntsync_timeout_relative(WAKE_BOUND_NS),
+				  &rep.index);
+	if (write(sock, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		return 1;
+	ntsync_close(dev);
+	close(fds[1]);
+	return 0;
+}
+
+static void shared_with_exec_clients(void **state)
+{
+	struct ntsync_device *dev = *state;
+	int socks[SHARE_CLIENTS];
+	pid_t pids[SHARE_CLIENTS];
+	uint32_t count, max;
+	int sem, i;
+
+	sem = ntsync_sem_create(dev, 0, SHARE_CLIENTS);
+	assert_true(sem >= 0);
+	for (i = 0; i < SHARE_CLIENTS; i++) {
+		int sv[2], fds[2] = { ntsync_device_fd(dev), sem };
+		char arg[16];
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+					    0, sv), 0);
+		snprintf(arg, sizeof(arg), "%d", sv[1]);
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			/* only the client's end survives the exec */
+			fcntl(sv[1], F_SETFD, 0);
+			execl("/proc/self/exe", "test-libntsync", "--client",
+			      arg, (char *)NULL);
+			fprintf(stderr, "exec /proc/self/exe: %s\n",
+				strerror(errno));
+			_exit(127);
+		}
+		close(sv[1]);
+		socks[i] = sv[0];
+		assert_int_equal(send_fds(socks[i], (unsigned char)i, fds, 2),
+				 0);
+	}
+	/* every client has adopted the device before the release */
+	for (i = 0; i < SHARE_CLIENTS; i++) {
+		char c = 0;
+
+		assert_int_equal(read_all(socks[i], &c, 1, 60000), 0);
+		assert_int_equal(c, 'r');
+	}
+	assert_int_equal(ntsync_sem_release(sem, SHARE_CLIENTS, NULL), 0);
+	for (i = 0; i < SHARE_CLIENTS; i++) {
+		struct share_report rep;
+		int status;
+
+		assert_int_equal(read_all(socks[i], &rep, sizeof(rep), 60000),
+				 0);
+		/* another instance of the same node refuses the object */
+		assert_int_equal(rep.reopen_ret, -EINVAL);
+		/* the adopted handle is the server's instance */
+		assert_int_equal(rep.ret, 0);
+		assert_int_equal(rep.index, 0);
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		close(socks[i]);
+	}
+	/* each client took one count */
+	assert_int_equal(ntsync_sem_read(sem, &count, &max), 0);
+	assert_int_equal(count, 0);
+	close(sem);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +499,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(timeouts, setup, teardown),
 		cmocka_unit_test_setup_teardown(wake_from_other_thread, setup, teardown),
 		cmocka_unit_test(objects_outlive_handle),
+		cmocka_unit_test_setup_teardown(shared_with_exec_clients, setup,
+						teardown),
 	};
 	struct ntsync_device *dev;
 	size_t i;
@@ -303,6 +509,8 @@ int main(int argc, char **argv)
 	/* Same command line as the conformance suite's binaries, so that
 	 * ntsync-run-tests can list, filter and count this one too. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && strcmp(argv[1], "--client") == 0)
+		return share_client(argv[2]);
 	if (argc > 1 && strcmp(argv[1], "--list") == 0) {
 		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
 			printf("%s\n", tests[i].name);

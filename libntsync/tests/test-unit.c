@@ -18,8 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,6 +177,126 @@ static void version_string(void **state)
 {
 	(void)state;
 	assert_string_equal(ntsync_version(), EXPECTED_VERSION);
+}
+
+/* The header's compile-time version is the library's (meson.build). */
+static void version_macros(void **state)
+{
+	char want[32];
+
+	(void)state;
+	snprintf(want, sizeof(want), "%d.%d.%d", LIBNTSYNC_VERSION_MAJOR,
+		 LIBNTSYNC_VERSION_MINOR, LIBNTSYNC_VERSION_PATCH);
+	assert_string_equal(want, EXPECTED_LIB_VERSION);
+	assert_true(LIBNTSYNC_CHECK_VERSION(1, 0));
+	assert_true(LIBNTSYNC_CHECK_VERSION(1, 1));
+	assert_true(LIBNTSYNC_CHECK_VERSION(0, 99));
+	assert_false(LIBNTSYNC_CHECK_VERSION(1, LIBNTSYNC_VERSION_MINOR + 1));
+	assert_false(LIBNTSYNC_CHECK_VERSION(2, 0));
+}
+
+/* ---- ntsync_open_fd: adopting a descriptor ---- */
+
+static int open_null_dev(void)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void open_fd_takes_over(void **state)
+{
+	struct ntsync_device *dev = NULL;
+	int fd = open_null_dev();
+
+	(void)state;
+	fake_reset();
+	assert_int_equal(ntsync_open_fd(fd, 0, &dev), 0);
+	assert_non_null(dev);
+	/* the very descriptor, its flags untouched (no close-on-exec added) */
+	assert_int_equal(ntsync_device_fd(dev), fd);
+	assert_false(fcntl_cloexec(fd));
+	/* the handle issues its ioctls on it */
+	fake_result(9, NULL, 0);
+	assert_int_equal(ntsync_sem_create(dev, 0, 1), 9);
+	assert_int_equal(fake.fd, fd);
+	ntsync_close(dev);
+	/* ntsync_close() closed it */
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+}
+
+static void open_fd_dup(void **state)
+{
+	struct ntsync_device *dev = NULL;
+	int fd = open_null_dev(), dfd;
+
+	(void)state;
+	assert_int_equal(ntsync_open_fd(fd, NTSYNC_OPEN_FD_DUP, &dev), 0);
+	assert_non_null(dev);
+	dfd = ntsync_device_fd(dev);
+	assert_true(dfd >= 0);
+	assert_int_not_equal(dfd, fd);
+	assert_true(fcntl_cloexec(dfd));
+	ntsync_close(dev);
+	/* the duplicate is closed, the caller's descriptor is not */
+	assert_int_equal(fcntl(dfd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+	assert_int_equal(close(fd), 0);
+}
+
+static void open_fd_bad_input(void **state)
+{
+	struct ntsync_device *dev = (struct ntsync_device *)&dev;
+	int fd = open_null_dev(), sv[2], pfd[2], path_fd, closed;
+
+	(void)state;
+	assert_int_equal(ntsync_open_fd(fd, 0, NULL), -EINVAL);
+	assert_int_equal(ntsync_open_fd(fd, 0x2, &dev), -EINVAL);
+	assert_null(dev);
+	dev = (struct ntsync_device *)&dev;
+	assert_int_equal(ntsync_open_fd(fd, ~0u, &dev), -EINVAL);
+	assert_null(dev);
+	dev = (struct ntsync_device *)&dev;
+	assert_int_equal(ntsync_open_fd(-1, 0, &dev), -EBADF);
+	assert_null(dev);
+	/* a closed descriptor number */
+	closed = open_null_dev();
+	assert_int_equal(close(closed), 0);
+	assert_int_equal(ntsync_open_fd(closed, 0, &dev), -EBADF);
+	assert_int_equal(ntsync_open_fd(INT_MAX, NTSYNC_OPEN_FD_DUP, &dev), -EBADF);
+	/* not character devices */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(ntsync_open_fd(sv[0], 0, &dev), -ENOTTY);
+	assert_null(dev);
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(ntsync_open_fd(pfd[0], NTSYNC_OPEN_FD_DUP, &dev), -ENOTTY);
+	path_fd = open("/dev/null", O_PATH);
+	assert_true(path_fd >= 0);
+	assert_int_equal(ntsync_open_fd(path_fd, 0, &dev), -EBADF);
+	/* a failed call leaves the descriptors open and the caller's */
+	assert_int_equal(close(sv[0]), 0);
+	assert_int_equal(close(sv[1]), 0);
+	assert_int_equal(close(pfd[0]), 0);
+	assert_int_equal(close(pfd[1]), 0);
+	assert_int_equal(close(path_fd), 0);
+	assert_int_equal(close(fd), 0);
+}
+
+static void open_fd_regular_file(void **state)
+{
+	struct ntsync_device *dev = (struct ntsync_device *)&dev;
+	char path[] = "/tmp/libntsync-unit.XXXXXX";
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(ntsync_open_fd(fd, 0, &dev), -ENOTTY);
+	assert_null(dev);
+	assert_int_equal(close(fd), 0);
 }
 
 /* ---- creation: NULL device, argument mapping, result ---- */
@@ -762,6 +884,11 @@ int main(void)
 		cmocka_unit_test(open_fd_close),
 		cmocka_unit_test(close_null_and_fd_null),
 		cmocka_unit_test(version_string),
+		cmocka_unit_test(version_macros),
+		cmocka_unit_test(open_fd_takes_over),
+		cmocka_unit_test(open_fd_dup),
+		cmocka_unit_test(open_fd_bad_input),
+		cmocka_unit_test(open_fd_regular_file),
 		cmocka_unit_test_setup(create_null_device, setup_fake),
 		cmocka_unit_test_setup_teardown(sem_create_args, setup_dev, teardown_dev),
 		cmocka_unit_test_setup_teardown(sem_create_error, setup_dev, teardown_dev),
