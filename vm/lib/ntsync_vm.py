@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import accel as accel_mod  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 VM_DIR = REPO / "vm"
 CACHE = Path(os.environ.get("NTSYNC_CACHE", "/var/cache/ntsync"))
@@ -603,40 +606,17 @@ def build_i386_suite():
 
 # ----------------------------------------------------------------------------- QEMU
 
-def probe_kvm():
-    """/dev/kvm may exist and still fail ("failed to set MSR"): start a tiny guest to see."""
-    forced = os.environ.get("NTSYNC_ACCEL")
-    if forced in ("kvm", "tcg"):
-        return forced
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return "tcg"
+def decide_accel(image=None):
+    """The accelerator of this host's guests (vm/lib/accel.py: a real kernel is booted under
+    KVM once per boot of the host; the image's own kernel first)."""
     try:
-        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot_id = "unknown"
-    memo = CACHE / "kvm-probe"
-    try:
-        saved = json.loads(memo.read_text())
-        if saved.get("boot_id") == boot_id:
-            return saved["accel"]
-    except (OSError, ValueError, KeyError):
-        pass
-    cmd = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "64", "-nodefaults",
-           "-display", "none", "-no-reboot", "-serial", "none"]
-    try:
-        p = subprocess.run(cmd, capture_output=True, timeout=4)
-        accel = "tcg"
-        why = (p.stderr.decode(errors="replace").strip().splitlines() or ["exited"])[-1]
-    except subprocess.TimeoutExpired:
-        accel, why = "kvm", ""
-    if accel == "tcg":
-        log(f"KVM unusable here ({why}); using TCG")
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"boot_id": boot_id, "accel": accel}))
-    except OSError:
-        pass
-    return accel
+        return accel_mod.decide([image["kernel"]] if image else [], say=log)
+    except ValueError as e:
+        die(str(e))
+
+
+class KvmTrouble(Failure):
+    """A guest started under KVM that KVM cannot run: boot it again under TCG."""
 
 
 def make_seed(run_dir, hostname, shell_password=False):
@@ -723,8 +703,10 @@ MARK = re.compile(r"##ntsync## (\S+)(?: (.*))?")
 TESTLINE = re.compile(r"^(PASS|FAIL|SKIP) \S+: ")
 
 
-def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
-    """Follow the console log; enforce a time-out per stage; return timings per stage."""
+def watch_guest(proc, console, stages, echo_job, job_timeout, t_start, accel="tcg", qemu_stderr=None):
+    """Follow the console log; enforce a time-out per stage; return timings per stage.
+    Under KVM, a QEMU that reports a KVM error or a console that stays empty raises
+    KvmTrouble at once (the caller boots the guest again under TCG)."""
     stage, since = "boot", time.monotonic()
     times = {}
     pos = 0
@@ -785,7 +767,16 @@ def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
                 done_rc = rest
                 stage, since = "poweroff", now
                 echoing = False
-        if proc.poll() is not None:
+        rc = proc.poll()
+        if accel == "kvm" and stage == "boot":
+            trouble = accel_mod.kvm_trouble(
+                qemu_stderr.read_text(errors="replace") if qemu_stderr and qemu_stderr.exists() else "",
+                pos, time.monotonic() - t_start, rc)
+            if trouble:
+                if rc is None:
+                    accel_mod._stop(proc)
+                raise KvmTrouble(trouble)
+        if rc is not None:
             times.setdefault(stage, time.monotonic() - since)
             return times, stage, done_rc
         limit = (job_timeout if stage == "job" else
@@ -797,8 +788,9 @@ def watch_guest(proc, console, stages, echo_job, job_timeout, t_start):
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-            raise Failure(f"stage '{stage}' stalled: no progress for {fmt_secs(limit)}; "
-                          f"QEMU stopped. Console log {console}, its tail:\n{tail(console)}")
+            raise Failure(f"stage '{stage}' stalled: no progress for {fmt_secs(limit)} under "
+                          f"{accel.upper()} ({accel_mod.OVERRIDE} sets the accelerator); QEMU stopped. "
+                          f"Console log {console}, its tail:\n{tail(console)}")
         time.sleep(0.5)
 
 
@@ -894,26 +886,38 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     NTSYNC_VM_PARALLEL=1 skips the queue. A guest whose kernel crashes while booting, before
     any of our code is there, boots once more (said on the console, never silently)."""
     global WAITED
+    accel, why = decide_accel(None if getattr(opts, "image", None) else image)
     if os.environ.get("NTSYNC_VM_PARALLEL") == "1" or job == "shell":
-        return _run_guest(job, suite, opts, debs, image, echo_job)
+        return _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
     t = time.monotonic()
     with locked(CACHE / "guest.lock", "another ntsync-vm guest to finish"):
         WAITED += time.monotonic() - t
         try:
-            return _run_guest(job, suite, opts, debs, image, echo_job)
+            return _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
         except BootCrash as e:
             warn(f"{str(e).splitlines()[0]}")
             warn("booting a fresh guest once more (a TCG text-patching fault, see boot_crash() in "
                  "vm/lib/ntsync_vm.py); a second crash fails the run")
-            res = _run_guest(job, suite, opts, debs, image, echo_job)
+            accel, why = decide_accel(None if getattr(opts, "image", None) else image)
+            res = _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
             res["notes"].append(f"the first boot crashed before the job: {e.console}")
             return res
+
+
+def _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why):
+    try:
+        return _run_guest(job, suite, opts, debs, image, echo_job, accel, why)
+    except KvmTrouble as e:
+        warn(f"KVM could not run this guest ({e}); stopped it and booting it again under TCG. "
+             f"TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
+        accel_mod.remember("tcg", f"a guest failed under KVM: {e}")
+        return _run_guest(job, suite, opts, debs, image, echo_job, "tcg", f"KVM failed this guest: {e}")
 
 
 WAITED = 0.0
 
 
-def _run_guest(job, suite, opts, debs, image, echo_job):
+def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     t_start = time.monotonic()
     spec = SUITES.get(suite)
     user_image = getattr(opts, "image", None)
@@ -966,7 +970,6 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
         "-drive", f"file={out_img},if=none,id=ntout,format=raw",
         "-device", "virtio-blk-pci,drive=ntout,serial=ntsync-out",
     ]
-    accel = probe_kvm()
     smp = opts.smp or (1 if job == "bench" else 2)
     icount = job == "bench" and accel == "tcg" and not opts.no_icount
     interactive = job == "shell"
@@ -974,7 +977,7 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
     (run_dir / "qemu.cmd").write_text(shlex.join(cmd) + "\n")
     what = (f"{job} on {suite if not user_image else user_image} ({kernel_desc}), driver {driver}, "
             f"{accel.upper()}{' icount' if icount else ''}, {smp} vCPU, {opts.mem} MiB"
-            f"{', user network' if net else ''}")
+            f"{', user network' if net else ''}; {accel.upper()}: {why}")
     log(f"booting: {what}")
     log(f"console log: {console}")
     stages = {"install": "install-net" if net else "install"}
@@ -988,7 +991,8 @@ def _run_guest(job, suite, opts, debs, image, echo_job):
         stderr_f = open(run_dir / "qemu.stderr", "w")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stderr_f, stderr=stderr_f)
         try:
-            times, last_stage, done = watch_guest(proc, console, stages, echo_job, job_timeout, t_start)
+            times, last_stage, done = watch_guest(proc, console, stages, echo_job, job_timeout, t_start,
+                                                  accel, run_dir / "qemu.stderr")
         except BaseException:
             if proc.poll() is None:
                 proc.kill()
@@ -1197,6 +1201,8 @@ def main(argv):
     if argv and argv[0] == "_customize":
         customize_root(Path(argv[1]), argv[2])
         return 0
+    if argv and argv[0] in ("accel", "qemu"):
+        return accel_mod.main(argv)
     cmd_args = []
     if "--" in argv:
         i = argv.index("--")
@@ -1214,6 +1220,8 @@ def main(argv):
   shell     interactive root shell on the guest's serial console
   matrix    test on every suite (and trixie-7x with both drivers), one table
   image     just build (or refresh) the image of --suite
+  accel     print the accelerator guests use on this host (kvm or tcg); --why says why
+  qemu      run QEMU for the other guest scripts:  ntsync-vm qemu --console F --timeout S -- ARGS
 
 exit codes: 0 passed, 1 failed (tests, a job command, or a kernel-log/taint/unload gate),
 2 bad usage, 3 infrastructure (image build, boot, a stage that stalled).
