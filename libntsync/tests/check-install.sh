@@ -3,7 +3,10 @@
 # does: pkg-config --cflags --libs libntsync, compile and link a program
 # against the installed header and library, and run it.  Also checks the
 # installed file set: SONAME links, the header (and no <linux/ntsync.h>),
-# the pkg-config file and, when docs are on, the manual pages.
+# the pkg-config file and, when docs are on, the manual pages.  And the ABI
+# header for emulator builds: Wine's configure gate (<linux/ntsync.h> with
+# NTSYNC_IOC_EVENT_READ) passes with pkg-config --cflags ntsync-uapi, also
+# in front of an incomplete system copy like Debian 13's.
 # Usage: check-install.sh MESON BUILDDIR PREFIX LIBDIR INCLUDEDIR MANDIR DOCS SANITIZE CC...
 set -eu
 
@@ -110,6 +113,61 @@ if [ -x "$tmp/consumer" ]; then
 		bad "consumer: exit $rc, output '$out', expected '$version'"
 	fi
 fi
+
+# ---- the ABI header for emulators: pkg-config ntsync-uapi ----
+datadir=$prefix/share
+uapi_h=$dest$includedir/ntsync-uapi/linux/ntsync.h
+check "ABI header installed as $includedir/ntsync-uapi/linux/ntsync.h" test -f "$uapi_h"
+check "ntsync-uapi.pc installed in $datadir/pkgconfig" test -f "$dest$datadir/pkgconfig/ntsync-uapi.pc"
+export PKG_CONFIG_PATH="$dest$libdir/pkgconfig:$dest$datadir/pkgconfig"
+ucflags=$(pkg-config --cflags ntsync-uapi 2>&1) || ucflags=
+echo "# pkg-config --cflags ntsync-uapi: $ucflags"
+case "$ucflags" in
+*"-I$dest$includedir/ntsync-uapi"*) ok "--cflags ntsync-uapi names the ntsync-uapi directory" ;;
+*) bad "--cflags ntsync-uapi is '$ucflags', expected -I$dest$includedir/ntsync-uapi" ;;
+esac
+check "installed ABI header is the tree's include/uapi/linux/ntsync.h" \
+	cmp "$uapi_h" "$(dirname "$0")/../../include/uapi/linux/ntsync.h"
+# Wine's gate (server/inproc_sync.c, dlls/ntdll/unix/sync.c).
+cat >"$tmp/gate.c" <<'EOT'
+#include <sys/ioctl.h>
+#include <linux/ntsync.h>
+#ifndef NTSYNC_IOC_EVENT_READ
+#error "incomplete <linux/ntsync.h>: Wine would build its ntsync stubs"
+#endif
+int main(void) { return NTSYNC_IOC_EVENT_READ == 0; }
+EOT
+# Debian 13's linux-libc-dev ships the 6.10 preview: CREATE_SEM and
+# SEM_POST only.  A stand-in for it, searched as a system directory.
+mkdir -p "$tmp/stub/linux"
+cat >"$tmp/stub/linux/ntsync.h" <<'EOT'
+#ifndef _UAPI_LINUX_NTSYNC_H
+#define _UAPI_LINUX_NTSYNC_H
+#include <linux/ioctl.h>
+#include <linux/types.h>
+struct ntsync_sem_args { __u32 sem; __u32 count; __u32 max; };
+#define NTSYNC_IOC_CREATE_SEM _IOWR('N', 0x80, struct ntsync_sem_args)
+#define NTSYNC_IOC_SEM_POST _IOWR('N', 0x81, __u32)
+#endif
+EOT
+# shellcheck disable=SC2086 # pkg-config output is a list of flags
+check "Wine's gate compiles with pkg-config --cflags ntsync-uapi" \
+	"$@" -std=gnu11 -Werror $ucflags -fsyntax-only "$tmp/gate.c"
+# shellcheck disable=SC2086
+check "Wine's gate compiles with the flags in front of an incomplete system header" \
+	"$@" -std=gnu11 -Werror $ucflags -isystem "$tmp/stub" -fsyntax-only "$tmp/gate.c"
+if "$@" -std=gnu11 -isystem "$tmp/stub" -fsyntax-only "$tmp/gate.c" >"$tmp/log" 2>&1; then
+	bad "Wine's gate compiled against the incomplete header alone (the test proves nothing)"
+elif grep -q 'incomplete <linux/ntsync.h>' "$tmp/log"; then
+	ok "Wine's gate fails against the incomplete header without the flags"
+else
+	bad "Wine's gate failed for another reason without the flags"
+	sed 's/^/# /' "$tmp/log"
+fi
+# shellcheck disable=SC2086
+check "the ABI header and <ntsync.h> together with both pkg-config modules" \
+	sh -c 'printf "#include <linux/ntsync.h>\n#include <ntsync.h>\nint main(void) { return NTSYNC_MAX_WAIT_COUNT != NTSYNC_WAIT_MAX; }\n" | "$@" -std=c99 -pedantic -Werror -x c - -fsyntax-only' \
+	sh "$@" $ucflags $cflags
 
 if [ -f "$dest$libdir/libntsync.a" ]; then
 	ldirs=$(pkg-config --static --libs-only-L libntsync)
