@@ -636,6 +636,141 @@ TEST(wait_any_event_in_objs_and_alert_races_report_objs_index)
 	race_free(r, &event, 1);
 }
 
+/*
+ * Polls across objects.  A wait-any whose deadline has passed (Wine's
+ * WaitForMultipleObjects with a zero time-out) must be atomic across its
+ * objects: it times out only if at some instant none of them could be
+ * acquired, and it returns the alert only if at some instant the alert was
+ * signaled and none of the objects was.  Looking at the objects one after
+ * another is not enough.
+ *
+ * Two manual events A and B, with unsignaled semaphores between them in
+ * the poll ([A, S..., B], so that looking from A to B takes a while): a
+ * juggler thread moves the signal back and forth, setting one event before
+ * resetting the other, so that at every instant at least one of A and B is
+ * signaled.  Pollers poll all the while.  Every time-out (and, with an
+ * always-signaled alert, every alert) is a wrong result; they are counted
+ * and printed with the totals, and there must be none.
+ */
+#define POLL_FILLERS	(NTSYNC_MAX_WAIT_COUNT - 2)
+#define POLL_THREADS	2
+#define POLL_SECONDS	4
+
+struct poll_race {
+	int dev;
+	int objs[NTSYNC_MAX_WAIT_COUNT];	/* A, fillers, B */
+	uint32_t alert;				/* 0 or a signaled manual event */
+	unsigned long moves;			/* juggler's budget */
+	atomic_int stop;
+	atomic_int errors;
+	atomic_long polls, wrong_timeouts, wrong_alerts, wrong_index;
+	atomic_long moved;
+};
+
+static void *poll_juggler(void *arg)
+{
+	struct poll_race *r = arg;
+	int a = r->objs[0], b = r->objs[NTSYNC_MAX_WAIT_COUNT - 1];
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + POLL_SECONDS * NSEC_PER_SEC;
+	unsigned long i;
+
+	/* A unsignaled, B signaled to begin with. */
+	for (i = 0; i < r->moves && !atomic_load(&r->errors); i++) {
+		int from = i % 2 ? a : b, to = i % 2 ? b : a;
+
+		if (event_set(to, NULL) < 0 || event_reset(from, NULL) < 0) {
+			if (atomic_fetch_add(&r->errors, 1) < 5)
+				fprintf(stderr, "event set/reset: %s\n", errname(errno));
+			break;
+		}
+		if (i % 256 == 0 && now_ns(CLOCK_MONOTONIC) > end)
+			break;
+	}
+	atomic_store(&r->moved, (long)i);
+	atomic_store(&r->stop, 1);
+	return NULL;
+}
+
+static void *poll_poller(void *arg)
+{
+	struct poll_race *r = arg;
+	uint32_t count = NTSYNC_MAX_WAIT_COUNT;
+
+	while (!atomic_load(&r->stop)) {
+		uint32_t index = POISON32;
+		int ret = wait_objs(r->dev, false, r->objs, count, 1, r->alert,
+				    0, 0, &index);
+
+		atomic_fetch_add(&r->polls, 1);
+		if (ret < 0 && errno == ETIMEDOUT) {
+			atomic_fetch_add(&r->wrong_timeouts, 1);
+		} else if (ret < 0) {
+			if (atomic_fetch_add(&r->errors, 1) < 5)
+				fprintf(stderr, "poll: %s\n", errname(errno));
+			break;
+		} else if (index == count) {
+			atomic_fetch_add(&r->wrong_alerts, 1);
+		} else if (index != 0 && index != count - 1) {
+			atomic_fetch_add(&r->wrong_index, 1);
+		}
+	}
+	return NULL;
+}
+
+static void run_poll_race(bool with_alert)
+{
+	struct poll_race *r = calloc(1, sizeof(*r));
+	pthread_t pollers[POLL_THREADS], juggler;
+	int alert = -1;
+
+	assert_non_null(r);
+	r->dev = DEV_OPEN();
+	r->objs[0] = NEW_EVENT(r->dev, 1, 0);
+	for (int i = 1; i <= POLL_FILLERS; i++)
+		r->objs[i] = NEW_SEM(r->dev, 0, 1);
+	r->objs[NTSYNC_MAX_WAIT_COUNT - 1] = NEW_EVENT(r->dev, 1, 1);
+	if (with_alert) {
+		alert = NEW_EVENT(r->dev, 1, 1);
+		r->alert = (uint32_t)alert;
+	}
+	r->moves = scaled(2000000);
+
+	for (int i = 0; i < POLL_THREADS; i++)
+		assert_int_equal(pthread_create(&pollers[i], NULL, poll_poller, r), 0);
+	assert_int_equal(pthread_create(&juggler, NULL, poll_juggler, r), 0);
+	pthread_join(juggler, NULL);
+	for (int i = 0; i < POLL_THREADS; i++)
+		pthread_join(pollers[i], NULL);
+
+	print_message("%ld moves, %ld polls: %ld wrong time-outs, %ld wrong "
+		      "alerts, %ld wrong indices\n", atomic_load(&r->moved),
+		      atomic_load(&r->polls), atomic_load(&r->wrong_timeouts),
+		      atomic_load(&r->wrong_alerts), atomic_load(&r->wrong_index));
+	assert_int_equal(atomic_load(&r->errors), 0);
+	assert_true(atomic_load(&r->polls) > 0);
+	assert_int_equal(atomic_load(&r->wrong_timeouts), 0);
+	assert_int_equal(atomic_load(&r->wrong_alerts), 0);
+	assert_int_equal(atomic_load(&r->wrong_index), 0);
+	for (int i = 1; i <= POLL_FILLERS; i++)
+		ASSERT_SEM(r->objs[i], 0, 1);
+
+	close_all(r->objs, NTSYNC_MAX_WAIT_COUNT);
+	if (alert >= 0)
+		close(alert);
+	close(r->dev);
+	free(r);
+}
+
+TEST(wait_any_poll_over_events_kept_signaled_never_times_out)
+{
+	run_poll_race(false);
+}
+
+TEST(wait_any_poll_never_takes_alert_while_an_object_is_signaled)
+{
+	run_poll_race(true);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(mutex_contention_no_lost_or_doubled_acquisition),
 	cmocka_unit_test(semaphore_contention_respects_count),
@@ -645,6 +780,8 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(wait_any_same_sem_twice_races_report_lowest_index),
 	cmocka_unit_test(wait_any_sem_around_another_races_report_lowest_index),
 	cmocka_unit_test(wait_any_event_in_objs_and_alert_races_report_objs_index),
+	cmocka_unit_test(wait_any_poll_over_events_kept_signaled_never_times_out),
+	cmocka_unit_test(wait_any_poll_never_takes_alert_while_an_object_is_signaled),
 };
 
 NTSYNC_TEST_MAIN("stress", tests, true)
