@@ -31,6 +31,34 @@
  * the index of the entry that satisfied it with a compare-and-exchange, made
  * under the lock that protects the object being acquired; whoever wins the
  * exchange acquires the object(s) on the waiter's behalf and wakes it.
+ *
+ * Looking without locks
+ * ---------------------
+ * A wait-any first looks at its objects without locks and locks only one
+ * that looks signaled.  Acquiring an object that way is always a correct
+ * result; "nothing is signaled" (the time-out of a poll) and "only the
+ * alert is signaled" are not, unless they held at one instant for all the
+ * objects: looked at one after another, one object can become signaled
+ * behind the look while another stops being signaled ahead of it.
+ *
+ * So every object counts its signals: ntsync_obj.signals is incremented,
+ * under the object's lock, after every change that can make it signaled
+ * (release, unlock, kill, set, pulse), before any waiter is handed the
+ * object.  The look reads each object's count before its state; a poll
+ * that found nothing then reads the counts again.  If none changed, no
+ * object became signaled while it was looked at, so at the instant between
+ * the two reads every object was in the state the look saw: unsignaled,
+ * and the time-out is correct.  If one changed, the poll does what a
+ * sleeping wait does: it queues on every object in order, taking the first
+ * that is signaled, and times out only if queueing found none; a queued
+ * waiter is handed every object that becomes signaled, so at the end of
+ * queueing none was.  The alert is taken by the look only under the same
+ * check, made while the alert's lock is held.  Acquisitions, which only
+ * ever make an object less signaled, do not count.
+ *
+ * A waiter leaves its queues alert first and then from the highest index
+ * down: while it is still queued on an object, nobody can hand it the
+ * alert ahead of that object.
  */
 
 #include <linux/anon_inodes.h>
@@ -92,6 +120,8 @@ struct ntsync_device {
  * @type:        set at creation, never changes.
  * @all_hint:    number of entries on @all_waiters; nonzero means that @u
  *               is accessed only with the instance's wait_all_lock held.
+ * @signals:     incremented after every change that can signal @u; @lock.
+ *               Read without locks (see "Looking without locks").
  * @u:           the state; see ntsync_lock_obj() for which lock covers it.
  * @any_waiters: wait-any entries (and alerts), in queueing order; @lock.
  * @all_waiters: wait-all entries, in queueing order; wait_all_lock.
@@ -102,6 +132,7 @@ struct ntsync_obj {
 	spinlock_t lock;		/* state and wait-any queue */
 	enum ntsync_type type;
 	unsigned int all_hint;
+	unsigned int signals;
 
 	union ntsync_state {
 		struct {
@@ -297,6 +328,11 @@ static void ntsync_wake_all_state(struct ntsync_device *dev,
 static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 {
 	struct ntsync_q_entry *entry;
+
+	lockdep_assert_held(&obj->lock);
+	/* the new state before the count: pairs with ntsync_look_signals() */
+	smp_wmb();
+	WRITE_ONCE(obj->signals, obj->signals + 1);
 
 	if (all) {
 		lockdep_assert_held(&obj->dev->wait_all_lock);
@@ -874,35 +910,73 @@ static __u32 ntsync_lowest_index(struct ntsync_obj *const *objs, __u32 index)
 	return i;
 }
 
+/*
+ * The signal count of @obj, read before its state is looked at without
+ * locks.
+ */
+static unsigned int ntsync_look_signals(const struct ntsync_obj *obj)
+{
+	unsigned int signals = READ_ONCE(obj->signals);
+
+	/* the count before the state: pairs with ntsync_wake_state() */
+	smp_rmb();
+	return signals;
+}
+
+/*
+ * After looking at @objs[0..@n) without locks and finding none signaled:
+ * did none of them change since the look read @sum, the sum of their signal
+ * counts?  Then there was an instant at which none was signaled.  The sum
+ * can only come back to its value after 2^32 signals within the call.
+ */
+static bool ntsync_unchanged(struct ntsync_obj *const *objs, __u32 n,
+			     unsigned int sum)
+{
+	__u32 i;
+
+	/* the states looked at before the counts read again */
+	smp_rmb();
+	for (i = 0; i < n; i++)
+		sum -= READ_ONCE(objs[i]->signals);
+	return !sum;
+}
+
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
 	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
 	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
 	struct ntsync_wait_args args;
+	unsigned int sum = 0;
+	bool all, expired, stale = false;
 	__u32 i, queued = 0;
 	struct ntsync_q q;
 	ktime_t deadline;
 	int n, ret, signaled;
-	bool all;
 
 	n = ntsync_wait_get(dev, argp, &args, objs, false);
 	if (n < 0)
 		return n;
 
 	/*
-	 * Try to acquire without queueing, lowest index first.  The unlocked
-	 * look only skips objects that are not signaled; whatever it misses,
-	 * the queueing below sees under the object's lock.
+	 * Try to acquire without queueing, lowest index first: look at each
+	 * object without its lock and lock only one that looks signaled.
+	 * Any object found signaled under its lock may be taken; the alert
+	 * (index count) only if no object changed since it was looked at.
 	 */
 	for (i = 0; i < n; i++) {
 		struct ntsync_obj *obj = objs[i];
+		unsigned int signals = ntsync_look_signals(obj);
 		bool ownerdead;
 
-		/* racy by design: a stale "no" is caught by the queueing */
-		if (!data_race(ntsync_signaled(obj, args.owner)))
+		/* racy by design: see "Looking without locks" */
+		if (!data_race(ntsync_signaled(obj, args.owner))) {
+			sum += signals;
 			continue;
+		}
 		all = ntsync_lock_obj(obj);
-		if (ntsync_signaled(obj, args.owner)) {
+		if (ntsync_signaled(obj, args.owner) &&
+		    (i < args.count ||
+		     (!stale && ntsync_unchanged(objs, args.count, sum)))) {
 			ownerdead = ntsync_acquire_state(obj, args.owner);
 			ntsync_unlock_obj(obj, all);
 			ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, i),
@@ -910,10 +984,13 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 			goto out;
 		}
 		ntsync_unlock_obj(obj, all);
+		stale = true;
 	}
 
+	/* A poll that found nothing, and nothing changed meanwhile, is over. */
 	deadline = ntsync_deadline(&args);
-	if (ntsync_expired(&args, deadline)) {
+	expired = ntsync_expired(&args, deadline);
+	if (expired && !stale && ntsync_unchanged(objs, n, sum)) {
 		ret = -ETIMEDOUT;
 		goto out;
 	}
@@ -947,13 +1024,17 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 			break;
 	}
 
-	ret = ntsync_schedule(&q, &args, deadline);
+	if (expired && atomic_read(&q.signaled) == -1)
+		ret = -ETIMEDOUT;
+	else
+		ret = ntsync_schedule(&q, &args, deadline);
 
-	for (i = 0; i < queued; i++) {
-		struct ntsync_obj *obj = q.entries[i].obj;
+	/* Alert first, then downwards: see "Looking without locks". */
+	while (queued--) {
+		struct ntsync_obj *obj = q.entries[queued].obj;
 
 		all = ntsync_lock_obj(obj);
-		list_del(&q.entries[i].node);
+		list_del(&q.entries[queued].node);
 		ntsync_unlock_obj(obj, all);
 	}
 
@@ -1032,6 +1113,11 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		ret = ntsync_schedule(&q, &args, deadline);
 
 	mutex_lock(&dev->wait_all_lock);
+	if (alert) {
+		spin_lock(&alert->lock);
+		list_del(&q.entries[args.count].node);
+		spin_unlock(&alert->lock);
+	}
 	for (i = 0; i < args.count; i++) {
 		struct ntsync_obj *obj = objs[i];
 
@@ -1039,11 +1125,6 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		list_del(&q.entries[i].node);
 		obj->all_hint--;
 		spin_unlock(&obj->lock);
-	}
-	if (alert) {
-		spin_lock(&alert->lock);
-		list_del(&q.entries[args.count].node);
-		spin_unlock(&alert->lock);
 	}
 	mutex_unlock(&dev->wait_all_lock);
 
