@@ -302,6 +302,8 @@ static uint64_t bench_ioctl2(const struct row *row, uint64_t iters)
 static uint64_t bench_wait_any(const struct row *row, uint64_t iters);
 /* 4: wait-all over `width` signaled semaphores, then release each */
 static uint64_t bench_wait_all(const struct row *row, uint64_t iters);
+/* 4: a poll (past deadline) over `width` unsignaled semaphores: ETIMEDOUT */
+static uint64_t bench_poll(const struct row *row, uint64_t iters);
 
 /* 2. ping-pong: one operation is a round trip A -> B -> A */
 struct pingpong {
@@ -565,6 +567,10 @@ static const struct row rows[] = {
 	  ROW_TIME, true, bench_wait_any, 8 },
 	{ "waitany.64", "wait width", "wait-any 64 (last signaled) + release",
 	  ROW_TIME, true, bench_wait_any, 64 },
+	{ "poll.1", "wait width", "poll 1 unsignaled (past deadline)",
+	  ROW_TIME, true, bench_poll, 1 },
+	{ "poll.8", "wait width", "poll 8 unsignaled (past deadline)",
+	  ROW_TIME, true, bench_poll, 8 },
 	{ "waitall.2", "wait width", "wait-all 2 + 2 releases",
 	  ROW_TIME, true, bench_wait_all, 2 },
 	{ "waitall.8", "wait width", "wait-all 8 + 8 releases",
@@ -599,6 +605,37 @@ static uint64_t bench_wait_any(const struct row *row, uint64_t iters)
 		nt_wait_any(objs, width, 1);
 		nt_sem_release(objs[width - 1], 1);
 	}
+	t = now_ns() - t0;
+
+	for (uint32_t i = 0; i < width; i++)
+		close(objs[i]);
+	return t;
+}
+
+/*
+ * How Wine polls (WaitForMultipleObjects with a zero time-out): a deadline
+ * of 0 has passed on either clock, and nothing is signaled.
+ */
+static uint64_t bench_poll(const struct row *row, uint64_t iters)
+{
+	uint32_t width = (uint32_t)row->param;
+	int objs[NTSYNC_MAX_WAIT_COUNT];
+	struct ntsync_wait_args a = {
+		.timeout = 0,
+		.objs = (uint64_t)(uintptr_t)objs,
+		.count = width,
+		.owner = 1,
+	};
+	uint64_t t0, t;
+
+	for (uint32_t i = 0; i < width; i++)
+		objs[i] = nt_create_sem(0, 1);
+	if (ioctl(g_dev, NTSYNC_IOC_WAIT_ANY, &a) != -1 || errno != ETIMEDOUT)
+		die("%s: a poll of unsignaled semaphores did not time out", row->id);
+
+	t0 = now_ns();
+	for (uint64_t i = 0; i < iters; i++)
+		ioctl(g_dev, NTSYNC_IOC_WAIT_ANY, &a);
 	t = now_ns() - t0;
 
 	for (uint32_t i = 0; i < width; i++)
