@@ -1,7 +1,9 @@
 #!/bin/sh
 # Host tests of ntsync-info: options and exit codes, the verdict for a
-# missing node and for a node that is not ntsync, --json, and the driver
-# detection against fake /sys trees (NTSYNC_INFO_SYSROOT).
+# missing node and for a node that is not ntsync, --json, the driver
+# detection against fake /sys trees (NTSYNC_INFO_SYSROOT), and the parts for
+# Wine: processes using ntsync from fake /proc trees, a wineserver without
+# the device, the system header's state.
 # Usage: check-ntsync-info.sh PATH/TO/ntsync-info [--device-only]
 set -eu
 
@@ -148,6 +150,90 @@ expect_json .driver.kind built-in
 mkdir -p "$tmp/none"
 expect_rc 1 "no driver" env NTSYNC_INFO_SYSROOT="$tmp/none" "$info" --json --device "$tmp/no-such-node"
 expect_json .driver.kind none
+
+# Users of ntsync from a fake /proc: links as the kernel shows them.
+p=$tmp/users/proc
+mkdir -p "$p/100/fd" "$p/200/fd" "$p/300/fd" "$p/400/fd" "$p/self"
+echo wineserver >"$p/100/comm"
+ln -s /dev/ntsync "$p/100/fd/3"
+ln -s anon_inode:ntsync "$p/100/fd/4"
+ln -s anon_inode:ntsync "$p/100/fd/5"
+ln -s anon_inode:ntsync "$p/100/fd/6"
+echo game.exe >"$p/200/comm"
+ln -s /dev/ntsync "$p/200/fd/0"
+ln -s anon_inode:ntsync "$p/200/fd/9"
+ln -s 'anon_inode:[eventfd]' "$p/200/fd/10"
+echo bash >"$p/300/comm"
+ln -s /dev/pts/0 "$p/300/fd/0"
+ln -s 'anon_inode:[eventpoll]' "$p/300/fd/1"
+echo wineserver >"$p/400/comm"	# a wineserver that runs without ntsync
+ln -s /dev/null "$p/400/fd/0"
+mkdir -p "$tmp/users/usr/include/linux"
+printf '#define NTSYNC_IOC_CREATE_SEM 1\n#define NTSYNC_IOC_SEM_POST 2\n' >"$tmp/users/usr/include/linux/ntsync.h"
+expect_rc 1 "fake /proc with ntsync users" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info" --device /dev/ntsync-test-missing
+# the device path is what it matches: with the default path both count
+expect_rc 1 "fake /proc with ntsync users, --json" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info" --json
+expect_json .processes.using 2
+expect_json .processes.device_fds 2
+expect_json .processes.object_fds 4
+expect_json .processes.scanned 4
+expect_json .processes.unreadable 0
+expect_json .system_header.state incomplete
+expect_json .system_header.wine_backend false
+expect_json .system_header.ntsync_uapi_header null
+if grep -q '"wineservers_without_device": \[400\]' "$tmp/out"; then
+	ok "json: wineserver 400 runs without the device"
+else
+	bad "json: wineservers_without_device is not [400]"
+	sed 's/^/# /' "$tmp/out"
+fi
+if grep -q '"wineserver_note": ".*wineserver -k' "$tmp/out"; then
+	ok "json: the wineserver note"
+else
+	bad "json: no wineserver_note"
+fi
+expect_rc 1 "fake /proc, text" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info"
+for want in 'users: *2 processes with /dev/ntsync' \
+	'pid 100 .*wineserver .*1 device, 3 object descriptors (wineserver)' \
+	'pid 200 .*game.exe .*1 device, 1 object descriptor$' \
+	'pid 400 .*wineserver runs WITHOUT /dev/ntsync' \
+	'^note: .*restart Wine (wineserver -k)' \
+	'^header: .*incomplete preview.*pkg-config --cflags ntsync-uapi'; do
+	if grep -q "$want" "$tmp/out"; then
+		ok "text shows /$want/"
+	else
+		bad "text lacks /$want/"
+		sed 's/^/# /' "$tmp/out"
+	fi
+done
+if grep -q 'pid 300' "$tmp/out"; then
+	bad "text lists pid 300, which has no ntsync descriptor"
+else
+	ok "text leaves out processes without ntsync"
+fi
+# a process whose descriptors we may not read (as non-root only)
+if [ "$(id -u)" != 0 ]; then
+	mkdir -p "$p/500/fd"
+	echo other >"$p/500/comm"
+	chmod 000 "$p/500/fd"
+	expect_rc 1 "fake /proc with an unreadable process" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info" --json
+	expect_json .processes.unreadable 1
+	chmod 755 "$p/500/fd"
+fi
+# the complete header, and ntsync-uapi-dev's copy
+mkdir -p "$tmp/users/usr/include/ntsync-uapi/linux"
+cp "$(dirname "$0")/../include/uapi/linux/ntsync.h" "$tmp/users/usr/include/linux/ntsync.h"
+cp "$(dirname "$0")/../include/uapi/linux/ntsync.h" "$tmp/users/usr/include/ntsync-uapi/linux/ntsync.h"
+expect_rc 1 "complete system header" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info" --json
+expect_json .system_header.state complete
+expect_json .system_header.wine_backend true
+expect_json .system_header.ntsync_uapi_header /usr/include/ntsync-uapi/linux/ntsync.h
+rm "$tmp/users/usr/include/linux/ntsync.h"
+expect_rc 1 "no system header" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info" --json
+expect_json .system_header.state missing
+# no /proc at all
+expect_rc 1 "no /proc" env NTSYNC_INFO_SYSROOT="$tmp/none" "$info" --json
+expect_json .processes.proc_readable false
 
 # the manual page renders without warnings
 man1=$(dirname "$0")/ntsync-info.1

@@ -5,7 +5,11 @@
  * Reports whether /dev/ntsync exists and can be opened by the calling user,
  * which driver serves it (this project's out-of-tree module and its
  * version, or the kernel's own), the kernel version, and runs a quick live
- * check of every operation through libntsync.  Ends with a verdict line.
+ * check of every operation through libntsync.  Then, for people who run
+ * or build Wine: which processes have the device or its objects open (from
+ * /proc, as far as the caller may look), whether a running wineserver
+ * works without it, and whether the system's <linux/ntsync.h> is complete
+ * enough for Wine's build.  Ends with a verdict line.
  *
  * Exit status: 0 working, 1 not working, 2 usage error.
  */
@@ -29,6 +33,8 @@
 #include <unistd.h>
 
 #include <ntsync.h>
+
+#include "ntsync-users.h"
 
 #ifndef NTSYNC_INFO_VERSION
 #error "NTSYNC_INFO_VERSION must be defined by the build"
@@ -86,10 +92,25 @@ static struct {
 	struct check checks[MAX_CHECKS];
 	int nchecks, passed, failed, skipped;
 
+	/* who uses it */
+	struct ntsync_users users;
+
+	/* the system's ABI header, for emulator builds */
+	const char *sys_header;		/* "missing", "incomplete", "complete" */
+	bool uapi_header;		/* ntsync-uapi-dev's copy is installed */
+	char header_text[TEXT * 2];
+
 	bool working;
 	char verdict[TEXT * 2];
 	char hint[TEXT * 2];
 } info;
+
+#define SYS_HEADER "/usr/include/linux/ntsync.h"
+#define UAPI_HEADER "/usr/include/ntsync-uapi/linux/ntsync.h"
+/* The reminder about a running wineserver. */
+#define WINESERVER_NOTE "a running wineserver keeps the choice it made when " \
+	"it started: after loading the module, restart Wine (wineserver -k)"
+
 
 /* ---- small helpers ---- */
 
@@ -705,6 +726,56 @@ static void run_checks(void)
 	ntsync_close(dev);
 }
 
+/* ---- for Wine: its system header ---- */
+
+/* Does the file at path (under the root) define name? */
+static bool file_mentions(const char *path, const char *name)
+{
+	char full[TEXT * 2], line[512];
+	bool found = false;
+	FILE *f;
+
+	rooted(full, sizeof(full), path);
+	f = fopen(full, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
+
+/*
+ * Wine builds its ntsync backend only if <linux/ntsync.h> defines
+ * NTSYNC_IOC_EVENT_READ; Debian 13's linux-libc-dev has a 6.10 preview
+ * without it, Debian 12's none.
+ */
+static void probe_header(void)
+{
+	info.uapi_header = path_exists(UAPI_HEADER);
+	if (!path_exists(SYS_HEADER))
+		info.sys_header = "missing";
+	else if (!file_mentions(SYS_HEADER, "NTSYNC_IOC_EVENT_READ"))
+		info.sys_header = "incomplete";
+	else
+		info.sys_header = "complete";
+
+	if (!strcmp(info.sys_header, "complete"))
+		fmt(info.header_text, sizeof(info.header_text),
+		    SYS_HEADER " is complete: Wine built here gets its ntsync "
+		    "backend");
+	else
+		fmt(info.header_text, sizeof(info.header_text),
+		    "%s: Wine built here has no ntsync backend; configure it "
+		    "with CPPFLAGS=\"$(pkg-config --cflags ntsync-uapi)\" (%s)",
+		    !strcmp(info.sys_header, "missing") ?
+		    "there is no " SYS_HEADER :
+		    SYS_HEADER " is an incomplete preview (no "
+		    "NTSYNC_IOC_EVENT_READ)",
+		    info.uapi_header ? "ntsync-uapi-dev is installed" :
+		    "install ntsync-uapi-dev");
+}
+
 /* ---- verdict ---- */
 
 static void decide(void)
@@ -775,6 +846,36 @@ static const char *result_name(enum result r)
 	return r == PASS ? "pass" : r == FAIL ? "fail" : "skip";
 }
 
+static void print_users_text(void)
+{
+	const struct ntsync_users *u = &info.users;
+
+	if (u->proc_missing) {
+		printf("users:   unknown (no /proc to look at)\n");
+		return;
+	}
+	printf("users:   %u process%s with %s or its objects open",
+	       u->n + u->more, u->n + u->more == 1 ? "" : "es", info.path);
+	if (u->unreadable)
+		printf(" (%u of %u processes not readable by this user; run as "
+		       "root to see them)", u->unreadable, u->scanned);
+	printf("\n");
+	for (unsigned int i = 0; i < u->n; i++)
+		printf("  pid %-7d %-15s %u device, %u object descriptor%s%s\n",
+		       u->user[i].pid, u->user[i].comm[0] ? u->user[i].comm : "?",
+		       u->user[i].device_fds, u->user[i].object_fds,
+		       u->user[i].object_fds == 1 ? "" : "s",
+		       u->user[i].wineserver ? " (wineserver)" : "");
+	if (u->more)
+		printf("  ... and %u more\n", u->more);
+	for (unsigned int i = 0; i < u->nws_without; i++)
+		printf("  pid %-7d wineserver runs WITHOUT %s: it uses "
+		       "round trips to itself (a Wine without ntsync "
+		       "support, or started before the module was loaded)\n",
+		       u->ws_without[i], info.path);
+	printf("note:    " WINESERVER_NOTE "\n");
+}
+
 static void print_text(void)
 {
 	printf("ntsync-info %s (libntsync %s)\n", NTSYNC_INFO_VERSION,
@@ -805,6 +906,8 @@ static void print_text(void)
 			       result_name(info.checks[i].result),
 			       info.checks[i].name, info.checks[i].detail);
 	}
+	print_users_text();
+	printf("header:  %s\n", info.header_text);
 	if (info.hint[0])
 		printf("hint:    %s\n", info.hint);
 	printf("verdict: %s\n", info.verdict);
@@ -834,6 +937,30 @@ static void json_str_or_null(const char *s)
 		json_str(s);
 	else
 		fputs("null", stdout);
+}
+
+static void print_users_json(void)
+{
+	const struct ntsync_users *u = &info.users;
+
+	printf("  \"processes\": {\"proc_readable\": %s, \"scanned\": %u, "
+	       "\"unreadable\": %u, \"using\": %u, \"device_fds\": %u, "
+	       "\"object_fds\": %u, \"users\": [",
+	       u->proc_missing ? "false" : "true", u->scanned, u->unreadable,
+	       u->n + u->more, u->device_fds, u->object_fds);
+	for (unsigned int i = 0; i < u->n; i++) {
+		printf("%s\n      {\"pid\": %d, \"comm\": ", i ? "," : "",
+		       u->user[i].pid);
+		json_str(u->user[i].comm);
+		printf(", \"device_fds\": %u, \"object_fds\": %u, "
+		       "\"wineserver\": %s}", u->user[i].device_fds,
+		       u->user[i].object_fds,
+		       u->user[i].wineserver ? "true" : "false");
+	}
+	printf("%s], \"wineservers_without_device\": [", u->n ? "\n    " : "");
+	for (unsigned int i = 0; i < u->nws_without; i++)
+		printf("%s%d", i ? ", " : "", u->ws_without[i]);
+	printf("]},\n");
 }
 
 static void print_json(void)
@@ -889,6 +1016,19 @@ static void print_json(void)
 	printf("%s],\n", info.nchecks ? "\n  " : "");
 	printf("  \"passed\": %d, \"failed\": %d, \"skipped\": %d,\n",
 	       info.passed, info.failed, info.skipped);
+	print_users_json();
+	printf("  \"system_header\": {\"path\": ");
+	json_str(SYS_HEADER);
+	printf(", \"state\": ");
+	json_str(info.sys_header);
+	printf(", \"wine_backend\": %s, \"ntsync_uapi_header\": ",
+	       strcmp(info.sys_header, "complete") ? "false" : "true");
+	json_str_or_null(info.uapi_header ? UAPI_HEADER : NULL);
+	printf(", \"advice\": ");
+	json_str(info.header_text);
+	printf("},\n  \"wineserver_note\": ");
+	json_str(WINESERVER_NOTE);
+	printf(",\n");
 	printf("  \"working\": %s,\n  \"verdict\": ",
 	       info.working ? "true" : "false");
 	json_str(info.verdict);
@@ -967,6 +1107,8 @@ int main(int argc, char **argv)
 	probe_driver();
 	if (info.exists && info.chardev && info.openable)
 		run_checks();
+	ntsync_users_scan(info.root, info.path, &info.users);
+	probe_header();
 	decide();
 
 	if (json)
