@@ -521,6 +521,51 @@ static void *queue_consumer(void *arg)
 
 static uint64_t bench_queue(const struct row *row, uint64_t iters);
 
+/*
+ * 5. Wine: one NT wait (WaitForSingleObject on a signaled manual-reset
+ * event), done by the driver (one ioctl) or as Wine does it without
+ * ntsync: a "select" request to the wineserver, here a server thread that
+ * reads a 64-byte request from a pipe, looks the handles up in its object
+ * table, finds the first signaled one (the wait's bookkeeping) and writes
+ * the 64-byte reply to another pipe, as Wine's request and reply pipes do.
+ * The real wineserver does more per request; this is its floor.
+ */
+struct wine_server {
+	struct start_line start;
+	int req[2], rep[2];
+	uint8_t signaled[16];	/* the server's object table */
+};
+
+struct wine_select {
+	uint32_t op;		/* 1 select, 2 quit */
+	uint32_t count;
+	uint32_t handles[8];
+	uint32_t status, index;	/* reply */
+	uint32_t pad[4];
+};
+
+static void *wine_server_main(void *arg)
+{
+	struct wine_server *w = arg;
+	struct wine_select m;
+
+	start_line_wait(&w->start);
+	while (full_read(w->req[0], &m, sizeof(m)) && m.op == 1) {
+		m.status = 1;	/* STATUS_PENDING: would queue the thread */
+		for (uint32_t i = 0; i < m.count && i < 8; i++) {
+			if (w->signaled[m.handles[i] & 15]) {
+				m.status = 0;
+				m.index = i;
+				break;
+			}
+		}
+		full_write(w->rep[1], &m, sizeof(m));
+	}
+	return NULL;
+}
+
+static uint64_t bench_wine_wait(const struct row *row, uint64_t iters);
+
 /* ------------------------------------------------------------------ */
 /* the rows                                                            */
 
@@ -544,6 +589,11 @@ static const struct row rows[] = {
 	  ROW_TIME, false, bench_ioctl2, 0 },
 	{ "uncontended.sem", "uncontended", "wait-any on signaled sem + release",
 	  ROW_TIME, true, bench_wait_any, 1 },
+
+	{ "wine.wait.ntsync", "wine", "NT wait, signaled event: driver ioctl",
+	  ROW_TIME, true, bench_wine_wait, 0 },
+	{ "wine.wait.server", "wine", "same wait as wineserver round trip",
+	  ROW_TIME, false, bench_wine_wait, 1 },
 
 	{ "pingpong.ntsync", "ping-pong", "round trip, 2 auto-reset events",
 	  ROW_TIME, true, bench_pingpong, PP_NTSYNC },
@@ -587,6 +637,53 @@ static const struct row rows[] = {
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static uint64_t bench_wine_wait(const struct row *row, uint64_t iters)
+{
+	struct wine_server w;
+	struct wine_select m;
+	uint64_t t0, elapsed;
+	pthread_t t;
+	int ev;
+
+	if (row->param == 0) {
+		ev = nt_create_event(1, 1);
+		t0 = now_ns();
+		for (uint64_t i = 0; i < iters; i++)
+			nt_wait_any(&ev, 1, 1);
+		elapsed = now_ns() - t0;
+		close(ev);
+		return elapsed;
+	}
+	_Static_assert(sizeof(struct wine_select) == 64, "Wine's request size");
+	memset(&w, 0, sizeof(w));
+	w.signaled[5] = 1;
+	if (pipe2(w.req, O_CLOEXEC) < 0 || pipe2(w.rep, O_CLOEXEC) < 0)
+		die("pipe2: %s", strerror(errno));
+	start_line_init(&w.start, 2);
+	start_thread(&t, wine_server_main, &w);
+	start_line_wait(&w.start);
+	memset(&m, 0, sizeof(m));
+	t0 = now_ns();
+	for (uint64_t i = 0; i < iters; i++) {
+		m.op = 1;
+		m.count = 1;
+		m.handles[0] = 5;
+		full_write(w.req[1], &m, sizeof(m));
+		if (!full_read(w.rep[0], &m, sizeof(m)) || m.status != 0)
+			die("%s: the server thread did not satisfy the wait", row->id);
+	}
+	elapsed = now_ns() - t0;
+	m.op = 2;
+	full_write(w.req[1], &m, sizeof(m));
+	join_thread(t);
+	start_line_destroy(&w.start);
+	close(w.req[0]);
+	close(w.req[1]);
+	close(w.rep[0]);
+	close(w.rep[1]);
+	return elapsed;
+}
 
 static uint64_t bench_wait_any(const struct row *row, uint64_t iters)
 {
