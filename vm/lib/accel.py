@@ -88,27 +88,34 @@ def _memo_path():
     return cache_dir() / MEMO_NAME
 
 
-def remembered():
-    """The decision made earlier in this boot of the host with this QEMU, or None."""
+def _memo():
+    """{qemu id: decision} of this boot of the host (one entry per QEMU binary)."""
     try:
         saved = json.loads(_memo_path().read_text())
     except (OSError, ValueError):
-        return None
+        return {}
+    if not isinstance(saved, dict) or saved.get("boot_id") != _boot_id():
+        return {}
+    return saved.get("qemus") if isinstance(saved.get("qemus"), dict) else {}
+
+
+def remembered():
+    """The decision made earlier in this boot of the host with this QEMU, or None."""
+    saved = _memo().get(_qemu_id())
     if not isinstance(saved, dict) or saved.get("accel") not in ("kvm", "tcg"):
-        return None
-    if saved.get("boot_id") != _boot_id() or saved.get("qemu") != _qemu_id():
         return None
     return saved
 
 
 def remember(accel, why, seconds=None):
     memo = _memo_path()
-    data = {"boot_id": _boot_id(), "qemu": _qemu_id(), "accel": accel, "why": why,
-            "probe_seconds": seconds, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    qemus = _memo()
+    qemus[_qemu_id()] = {"accel": accel, "why": why, "probe_seconds": seconds,
+                         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
         tmp = memo.with_name(memo.name + f".{os.getpid()}")
-        tmp.write_text(json.dumps(data) + "\n")
+        tmp.write_text(json.dumps({"boot_id": _boot_id(), "qemus": qemus}, indent=1) + "\n")
         tmp.replace(memo)
     except OSError:
         pass
@@ -349,6 +356,10 @@ def run(qemu_args, console, timeout, tcg_only=False, say=None, kernels=()):
                 _stop(proc)
         errtext = _read(err_path)
         err_path.unlink(missing_ok=True)
+        if trouble and os.environ.get("NTSYNC_ACCEL") == "kvm":
+            warn(f"KVM could not run this guest ({trouble}); NTSYNC_ACCEL=kvm is set, so no "
+                 "fallback: unset it (or set NTSYNC_ACCEL=tcg)")
+            return 1
         if trouble:
             warn(f"KVM could not run this guest ({trouble}); stopped it and booting it again under "
                  f"TCG; TCG is remembered for this boot of the host ({OVERRIDE} overrides)")

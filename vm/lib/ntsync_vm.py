@@ -908,6 +908,9 @@ def _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why):
     try:
         return _run_guest(job, suite, opts, debs, image, echo_job, accel, why)
     except KvmTrouble as e:
+        if os.environ.get("NTSYNC_ACCEL") == "kvm":
+            raise Failure(f"KVM could not run this guest ({e}); NTSYNC_ACCEL=kvm is set, so no fallback "
+                          "to TCG: unset it (or set NTSYNC_ACCEL=tcg)") from None
         warn(f"KVM could not run this guest ({e}); stopped it and booting it again under TCG. "
              f"TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
         accel_mod.remember("tcg", f"a guest failed under KVM: {e}")

@@ -113,6 +113,17 @@ class Probe(Host):
         n = len(self.qemu_calls())
         (acc, _), said, _ = self.decide("msr")  # not asked again this boot
         self.assertEqual((acc, said, len(self.qemu_calls())), ("kvm", [], n))
+        # another QEMU binary has its own entry
+        other = self.bin / "qemu-other"
+        other.write_bytes((HERE / "qemu-standin").read_bytes())
+        other.chmod(0o755)
+        os.environ["NTSYNC_QEMU"] = str(other)
+        (acc, _), _, _ = self.decide("msr")
+        self.assertEqual((acc, len(self.qemu_calls())), ("tcg", n + 1))
+        del os.environ["NTSYNC_QEMU"]
+        self.assertEqual(self.decide("msr")[0][0], "kvm")
+        self.assertEqual(len(self.qemu_calls()), n + 1)
+        n += 1
         memo = json.loads((self.cache / accel.MEMO_NAME).read_text())
         memo["boot_id"] = "another-boot"
         (self.cache / accel.MEMO_NAME).write_text(json.dumps(memo))
@@ -195,6 +206,15 @@ class Runtime(Host):
         calls = self.qemu_calls()
         self.assertEqual([c[c.index("-accel") + 1] for c in calls], ["kvm", "tcg,thread=multi"])
         self.assertEqual(accel.remembered()["accel"], "tcg")
+
+    def test_runner_forced_kvm_does_not_fall_back(self):
+        os.environ["NTSYNC_ACCEL"] = "kvm"
+        os.environ["STANDIN_KVM"] = "internal-error"
+        p = self.run_cli("qemu", "--console", str(self.tmp / "console.log"), "--timeout", "60", "--",
+                         "-m", "256", "-kernel", str(self.kernel))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("NTSYNC_ACCEL=kvm is set", p.stderr)
+        self.assertEqual(len(self.qemu_calls()), 1)
 
     def test_runner_falls_back_on_silence(self):
         self.remember_kvm()
