@@ -173,6 +173,7 @@ HOST_TOOLS = {
     "cloud-localds": "cloud-image-utils",
     "mkfs.ext4": "e2fsprogs",
     "dpkg-buildpackage": "dpkg-dev",
+    "busybox": "busybox-static",  # the KVM probe's initramfs
 }
 
 
@@ -886,6 +887,7 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     NTSYNC_VM_PARALLEL=1 skips the queue. A guest whose kernel crashes while booting, before
     any of our code is there, boots once more (said on the console, never silently)."""
     global WAITED
+    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds", "busybox"])
     accel, why = decide_accel(None if getattr(opts, "image", None) else image)
     if os.environ.get("NTSYNC_VM_PARALLEL") == "1" or job == "shell":
         return _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
