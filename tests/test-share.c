@@ -286,6 +286,7 @@ struct peer {
 	pid_t pid;
 	int sock;
 	unsigned int bits;	/* the client's pointer size */
+	bool waiting;		/* a wait started, its result not collected */
 	const char *path;
 };
 
@@ -370,6 +371,12 @@ static void reply_of(struct peer *p, struct reply *rep, int *fd)
 static void send_cmd(struct peer *p, const struct cmd *c, const int *fds,
 		     unsigned int nfds)
 {
+	/* a client runs one command at a time: not while it waits */
+	if (p->waiting) {
+		print_error("test bug: command %u to client %d, which waits\n",
+			    c->op, (int)p->pid);
+		fail();
+	}
 	if (send_msg(p->sock, c, sizeof(*c), fds, nfds) != (ssize_t)sizeof(*c)) {
 		print_error("sending to client %d: %s\n", (int)p->pid,
 			    strerror(errno));
@@ -478,6 +485,7 @@ static void start_wait(struct peer *p, uint32_t dev, bool all,
 
 	memcpy(c.slots, objs, count * sizeof(*objs));
 	send_cmd(p, &c, NULL, 0);
+	p->waiting = true;
 	reply_of(p, &rep, NULL);
 	assert_int_equal(rep.kind, REPLY_STARTED);
 	end = now_ns(CLOCK_MONOTONIC) + GUARD_MS * NSEC_PER_MSEC;
@@ -535,6 +543,7 @@ static void wait_result(struct peer *p, int want_err, uint32_t want_index)
 	struct reply rep;
 
 	reply_of(p, &rep, NULL);
+	p->waiting = false;
 	assert_int_equal(rep.kind, REPLY_DONE);
 	if (want_err ? (rep.ret != -1 || rep.err != want_err) : rep.ret != 0) {
 		print_error("client %d: wait returned %d (%s), expected %s\n",
@@ -585,14 +594,15 @@ TEST(eight_clients_distinct_owners)
 		.slots = { s_mtx }, .owner = OWNER(0), .alert = NO_SLOT });
 	assert_int_equal(r.index, 0);
 	ASSERT_MUTEX(mtx, OWNER(0), 1);
-	for (unsigned int i = 1; i < NCLIENTS; i++)
-		start_wait(c[i], 0, false, &s_mtx, 1, OWNER(i), NO_SLOT);
-	/* nobody but the owner may unlock it */
+	/* nobody but the owner may unlock it (a client only takes commands
+	 * while it is not waiting) */
 	r = call(c[1], (struct cmd){ .op = OP_MUTEX_UNLOCK, .slot = s_mtx,
 				     .a = OWNER(1) });
 	assert_int_equal(r.err, EPERM);
 	assert_int_equal(r.ret, -1);
 	CHECK_ERR(mutex_unlock(mtx, OWNER(NCLIENTS), NULL), EPERM);
+	for (unsigned int i = 1; i < NCLIENTS; i++)
+		start_wait(c[i], 0, false, &s_mtx, 1, OWNER(i), NO_SLOT);
 	for (unsigned int i = 0; i + 1 < NCLIENTS; i++) {
 		r = call_ok(c[i], (struct cmd){ .op = OP_MUTEX_UNLOCK,
 						.slot = s_mtx, .a = OWNER(i) });
