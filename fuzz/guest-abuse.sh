@@ -7,7 +7,7 @@
 # and under Debian's dash in a cloud guest (vm/ntsync-vm exec).
 #
 #   guest-abuse.sh [--bindir DIR] [--seconds N] [--cycles N] [--seed N] [--no-rmmod]
-#                  [--suite DIR]
+#                  [--suite DIR] [--linearize N] [--linearize-only]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse (and the *32 builds from
 #                 fuzz/build-static) are; default: next to this script, else PATH
@@ -19,6 +19,11 @@
 #   --suite DIR   first run the conformance suite built by tests/build-static:
 #                 every DIR/amd64/test-* and DIR/i386/test-* program (one
 #                 result per program: cmocka exits with its number of failures)
+#   --linearize N seconds of ntsync-linearize (concurrent histories checked for
+#                 linearizability against the spec's model), 64-bit, plus N/5 of
+#                 the 32-bit build when present; default 0 (not run)
+#   --linearize-only  skip the fuzzers and the abuse tests (the suite, the
+#                 linearizability phase and the end checks still run)
 # Ends with `N passed, N failed, N skipped`; exit 0 iff none failed.
 set -eu
 # shellcheck disable=SC3040 # busybox ash and dash >= 0.5.11 have pipefail
@@ -30,6 +35,8 @@ cycles=1000000
 seed=
 rmmod_it=1
 suite=
+linearize=0
+lin_only=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
@@ -38,11 +45,13 @@ while [ $# -gt 0 ]; do
 	--seed) seed=${2:?--seed needs a number}; shift 2 ;;
 	--no-rmmod) rmmod_it=0; shift ;;
 	--suite) suite=${2:?--suite needs a directory}; shift 2 ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--linearize) linearize=${2:?--linearize needs a number}; shift 2 ;;
+	--linearize-only) lin_only=1; shift ;;
+	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
-case $seconds$cycles in *[!0-9]*) echo "guest-abuse: --seconds and --cycles take whole numbers" >&2; exit 2 ;; esac
+case $seconds$cycles$linearize in *[!0-9]*) echo "guest-abuse: --seconds, --cycles and --linearize take whole numbers" >&2; exit 2 ;; esac
 
 find_bin() {
 	if [ -x "$bindir/$1" ]; then echo "$bindir/$1"
@@ -53,6 +62,8 @@ fuzz=$(find_bin ntsync-fuzz)
 abuse=$(find_bin ntsync-abuse)
 fuzz32=$(find_bin ntsync-fuzz32)
 abuse32=$(find_bin ntsync-abuse32)
+lin=$(find_bin ntsync-linearize)
+lin32=$(find_bin ntsync-linearize32)
 if [ -z "$fuzz" ] || [ -z "$abuse" ]; then
 	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with fuzz/build-static DIR and pass --bindir DIR" >&2
 	exit 2
@@ -87,7 +98,8 @@ if [ -w "$leak" ]; then
 fi
 log_lines=$(dmesg | wc -l)
 tainted_before=$(cat /proc/sys/kernel/tainted)
-echo "guest-abuse: kernel $(uname -r), $(nproc 2>/dev/null || echo ?) CPUs, tainted=$tainted_before, ${seconds}s of fuzzing, $cycles cycles"
+echo "guest-abuse: kernel $(uname -r), $(nproc 2>/dev/null || echo ?) CPUs, tainted=$tainted_before, ${seconds}s of fuzzing, $cycles cycles, ${linearize}s of linearizability checks"
+echo "guest-abuse: driver version $(cat /sys/module/ntsync/version 2>/dev/null || echo 'none (not our module)')"
 
 if [ -n "$suite" ]; then
 	# The conformance suite, 64-bit and i386 (compat ioctls); a program's exit
@@ -102,6 +114,7 @@ fi
 
 seedarg=
 [ -n "$seed" ] && seedarg="--seed $seed"
+if [ "$lin_only" = 0 ]; then
 # Time split: model 40%, concurrent 40% (64-bit), 10% each for the 32-bit runs.
 m=$((seconds * 4 / 10)); c=$((seconds * 4 / 10)); s32=$((seconds / 10))
 [ -z "$fuzz32" ] && { m=$((m + s32)); c=$((c + s32)); }
@@ -119,6 +132,23 @@ if [ -n "$fuzz32" ]; then
 else
 	echo "guest-abuse: no 32-bit builds (ntsync-fuzz32): compat ioctls not exercised"
 	skipped=$((skipped + 1))
+fi
+fi
+
+if [ "$linearize" -gt 0 ]; then
+	# Concurrent histories (2 processes x 2 threads, polls and every
+	# non-blocking call) checked for linearizability against the model.
+	if [ -z "$lin" ]; then
+		echo "guest-abuse: no ntsync-linearize in $bindir or PATH"
+		result linearize 1
+	else
+		# shellcheck disable=SC2086
+		run linearize "$lin" --seconds "$linearize" --procs 2 --threads 2 $seedarg
+		if [ -n "$lin32" ]; then
+			# shellcheck disable=SC2086
+			run linearize-32 "$lin32" --seconds $((linearize / 5 + 1)) --procs 2 --threads 2 $seedarg
+		fi
+	fi
 fi
 
 # kmemleak: two scans (an object must look unreferenced twice to be reported)
