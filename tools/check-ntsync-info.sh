@@ -159,6 +159,10 @@ ln -s /dev/ntsync "$p/100/fd/3"
 ln -s anon_inode:ntsync "$p/100/fd/4"
 ln -s anon_inode:ntsync "$p/100/fd/5"
 ln -s anon_inode:ntsync "$p/100/fd/6"
+mkdir -p "$p/100/fdinfo"
+printf 'pos:\t0\nflags:\t02000002\nntsync-type:\tsemaphore\ncount:\t0\nmax:\t1\n' >"$p/100/fdinfo/4"
+printf 'pos:\t0\nntsync-type:\tmutex\nowner:\t0\n' >"$p/100/fdinfo/5"
+printf 'pos:\t0\nntsync-type:\tevent\nmanual:\t1\n' >"$p/100/fdinfo/6"
 echo game.exe >"$p/200/comm"
 ln -s /dev/ntsync "$p/200/fd/0"
 ln -s anon_inode:ntsync "$p/200/fd/9"
@@ -187,6 +191,14 @@ else
 	bad "json: wineservers_without_device is not [400]"
 	sed 's/^/# /' "$tmp/out"
 fi
+# object types from fdinfo where shown (pid 100), none where not (pid 200)
+if grep -q '"pid": 100, .*"semaphores": 1, "mutexes": 1, "events": 1}' "$tmp/out" &&
+   grep -q '"pid": 200, .*"wineserver": false}' "$tmp/out"; then
+	ok "json: object types from fdinfo where the driver shows them"
+else
+	bad "json: object types from fdinfo"
+	sed 's/^/# /' "$tmp/out"
+fi
 if grep -q '"wineserver_note": ".*wineserver -k' "$tmp/out"; then
 	ok "json: the wineserver note"
 else
@@ -194,7 +206,7 @@ else
 fi
 expect_rc 1 "fake /proc, text" env NTSYNC_INFO_SYSROOT="$tmp/users" "$info"
 for want in 'users: *2 processes with /dev/ntsync' \
-	'pid 100 .*wineserver .*1 device, 3 object descriptors (wineserver)' \
+	'pid 100 .*wineserver .*1 device, 3 object descriptors (1 sem, 1 mutex, 1 event) (wineserver)' \
 	'pid 200 .*game.exe .*1 device, 1 object descriptor$' \
 	'pid 400 .*wineserver runs WITHOUT /dev/ntsync' \
 	'^note: .*restart Wine (wineserver -k)' \

@@ -860,12 +860,17 @@ static void print_users_text(void)
 		printf(" (%u of %u processes not readable by this user; run as "
 		       "root to see them)", u->unreadable, u->scanned);
 	printf("\n");
-	for (unsigned int i = 0; i < u->n; i++)
-		printf("  pid %-7d %-15s %u device, %u object descriptor%s%s\n",
-		       u->user[i].pid, u->user[i].comm[0] ? u->user[i].comm : "?",
-		       u->user[i].device_fds, u->user[i].object_fds,
-		       u->user[i].object_fds == 1 ? "" : "s",
-		       u->user[i].wineserver ? " (wineserver)" : "");
+	for (unsigned int i = 0; i < u->n; i++) {
+		const struct ntsync_user *p = &u->user[i];
+
+		printf("  pid %-7d %-15s %u device, %u object descriptor%s",
+		       p->pid, p->comm[0] ? p->comm : "?", p->device_fds,
+		       p->object_fds, p->object_fds == 1 ? "" : "s");
+		if (p->typed)
+			printf(" (%u sem, %u mutex, %u event)", p->sems,
+			       p->mutexes, p->events);
+		printf("%s\n", p->wineserver ? " (wineserver)" : "");
+	}
 	if (u->more)
 		printf("  ... and %u more\n", u->more);
 	for (unsigned int i = 0; i < u->nws_without; i++)
@@ -953,9 +958,14 @@ static void print_users_json(void)
 		       u->user[i].pid);
 		json_str(u->user[i].comm);
 		printf(", \"device_fds\": %u, \"object_fds\": %u, "
-		       "\"wineserver\": %s}", u->user[i].device_fds,
+		       "\"wineserver\": %s", u->user[i].device_fds,
 		       u->user[i].object_fds,
 		       u->user[i].wineserver ? "true" : "false");
+		if (u->user[i].typed)
+			printf(", \"semaphores\": %u, \"mutexes\": %u, "
+			       "\"events\": %u", u->user[i].sems,
+			       u->user[i].mutexes, u->user[i].events);
+		printf("}");
 	}
 	printf("%s], \"wineservers_without_device\": [", u->n ? "\n    " : "");
 	for (unsigned int i = 0; i < u->nws_without; i++)

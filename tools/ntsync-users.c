@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Processes using ntsync, from /proc/PID/fd.  The links say it all: the
- * device reads as its path (/dev/ntsync), every object as
- * "anon_inode:ntsync".  /proc/PID/fdinfo adds nothing that tells ntsync
- * descriptors apart (neither driver has a show_fdinfo), and which instance
- * a device descriptor is cannot be seen without kcmp(2) and ptrace rights,
- * so the scan counts descriptors per process and does not group them.
+ * Processes using ntsync, from /proc/PID/fd.  The links tell the
+ * descriptors apart: the device reads as its path (/dev/ntsync), every
+ * object as "anon_inode:ntsync".  This project's module also shows each
+ * object's type in /proc/PID/fdinfo/N ("ntsync-type:"); mainline's driver
+ * shows nothing there, so the types are counted where they are shown.
+ * Which instance a device descriptor is cannot be seen without kcmp(2) and
+ * ptrace rights, so the scan does not group processes by instance.
  */
 
 #include "ntsync-users.h"
@@ -60,6 +61,30 @@ static int int_cmp(const void *a, const void *b)
 	return (*x > *y) - (*x < *y);
 }
 
+/* The "ntsync-type:" of an object descriptor's fdinfo, or "" */
+static void object_type(const char *dir, const char *fd, char *type,
+			size_t len)
+{
+	char path[1100], line[128];
+	FILE *f;
+
+	type[0] = '\0';
+	snprintf(path, sizeof(path), "%s/fdinfo/%s", dir, fd);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "ntsync-type:", 12)) {
+			const char *v = line + 12;
+
+			v += strspn(v, " \t");
+			snprintf(type, len, "%.*s", (int)strcspn(v, "\n"), v);
+			break;
+		}
+	}
+	fclose(f);
+}
+
 void ntsync_users_scan(const char *root, const char *devpath,
 		       struct ntsync_users *out)
 {
@@ -112,9 +137,16 @@ void ntsync_users_scan(const char *root, const char *devpath,
 			if (n < 0)
 				continue;
 			link[n] = '\0';
-			if (strcmp(link, OBJECT_LINK) == 0)
+			if (strcmp(link, OBJECT_LINK) == 0) {
+				char type[16];
+
 				u.object_fds++;
-			else if (strcmp(link, devpath) == 0)
+				object_type(dir, fe->d_name, type, sizeof(type));
+				u.sems += !strcmp(type, "semaphore");
+				u.mutexes += !strcmp(type, "mutex");
+				u.events += !strcmp(type, "event");
+				u.typed += type[0] != '\0';
+			} else if (strcmp(link, devpath) == 0)
 				u.device_fds++;
 			else if (have_rdev && link[0] == '/' &&
 				 stat(fdpath, &st) == 0 && S_ISCHR(st.st_mode) &&

@@ -16,6 +16,10 @@ struct ntsync_user {
 	char comm[32];		/* /proc/PID/comm */
 	unsigned int device_fds;	/* descriptors of the device (instances) */
 	unsigned int object_fds;	/* descriptors of ntsync objects */
+	/* from /proc/PID/fdinfo, where the driver shows it (this project's
+	 * module does; mainline's driver shows nothing): */
+	unsigned int sems, mutexes, events;	/* objects by type */
+	unsigned int typed;		/* objects whose type was shown */
 	bool wineserver;
 };
 
@@ -36,7 +40,8 @@ struct ntsync_users {
  * Scan ROOT/proc/[0-9]* /fd (root "" for the real one).  A descriptor is the
  * device if its link reads devpath or it stats as the character device
  * whose number devpath has; an object if its link reads
- * "anon_inode:ntsync".  Processes whose fd directory cannot be read (other
+ * "anon_inode:ntsync", whose type /proc/PID/fdinfo gives where the driver
+ * shows it ("ntsync-type:" lines of this project's module).  Processes whose fd directory cannot be read (other
  * users' without privilege) are counted in unreadable.
  */
 void ntsync_users_scan(const char *root, const char *devpath,
