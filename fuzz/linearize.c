@@ -161,9 +161,11 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 	struct ntm_obj st[NTL_MAX_OBJ];
 	struct memo memo;
 	enum ntl_verdict v = NTL_GAVE_UP;
-	uint32_t depth = 0, cur;
+	uint32_t depth = 0, cur, need = 0, done = 0;
 
-	if (n == 0)
+	for (uint32_t i = 0; i < n; i++)
+		need += !h->ops[i].whatever;
+	if (need == 0)
 		return NTL_OK;
 	if (!memo_init(&memo, 2 * nw + 2 * h->nobj + 1))
 		goto out;
@@ -177,7 +179,7 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 		goto out;
 	for (uint32_t i = 0; i < n; i++) {
 		ev[2 * i] = (struct entry){ h->ops[i].inv, i, true };
-		ev[2 * i + 1] = (struct entry){ h->ops[i].res, i, false };
+		ev[2 * i + 1] = (struct entry){ h->ops[i].whatever ? UINT64_MAX : h->ops[i].res, i, false };
 	}
 	qsort(ev, 2 * n, sizeof(*ev), cmp_entry);
 	/* nodes 1..2n in time order between the head and tail sentinels */
@@ -206,7 +208,7 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 
 			memcpy(tmp, st, h->nobj * sizeof(st[0]));
 			ntm_apply(tmp, &h->ops[i].call, &r);
-			if (ntm_ret_equal(&h->ops[i].call, &r, &h->ops[i].ret)) {
+			if (h->ops[i].whatever || ntm_ret_equal(&h->ops[i].call, &r, &h->ops[i].ret)) {
 				int ins;
 
 				lin[i / 64] |= 1ull << (i % 64);
@@ -221,6 +223,9 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 					memcpy(stack[depth].st, st, h->nobj * sizeof(st[0]));
 					depth++;
 					memcpy(st, tmp, h->nobj * sizeof(st[0]));
+					done += !h->ops[i].whatever;
+					if (done == need)
+						break;	/* the rest may never have happened */
 					/* lift: take the call's two entries out of the list */
 					next[prev[call_node[i]]] = next[call_node[i]];
 					prev[next[call_node[i]]] = prev[call_node[i]];
@@ -240,6 +245,7 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 			}
 			depth--;
 			i = stack[depth].op;
+			done -= !h->ops[i].whatever;
 			memcpy(st, stack[depth].st, h->nobj * sizeof(st[0]));
 			lin[i / 64] &= ~(1ull << (i % 64));
 			/* unlift, in the reverse order of the lift */
@@ -460,7 +466,7 @@ uint32_t ntl_minimize(struct ntl_history *h)
 			bool first = true;
 
 			for (uint32_t j = 0; j < h->nops && first; j++)
-				first = j == i || h->ops[i].res < h->ops[j].inv;
+				first = !h->ops[i].whatever && (j == i || h->ops[i].res < h->ops[j].inv);
 			if (!first)
 				continue;
 			struct ntm_obj st[NTL_MAX_OBJ];
@@ -486,10 +492,12 @@ uint32_t ntl_minimize(struct ntl_history *h)
 				struct ntl_op saved = h->ops[i];
 				bool cand;
 
-				if (pass == 0) {
+				if (h->ops[i].whatever) {
+					cand = false;
+				} else if (pass == 0) {
 					cand = true;
 					for (uint32_t j = 0; j < h->nops && cand; j++)
-						cand = j == i || h->ops[j].res < h->ops[i].inv;
+						cand = j == i || (!h->ops[j].whatever && h->ops[j].res < h->ops[i].inv);
 				} else {
 					cand = ntm_call_is_pure(h->init, &h->ops[i].call, &h->ops[i].ret);
 				}
@@ -507,8 +515,22 @@ uint32_t ntl_minimize(struct ntl_history *h)
 			}
 		}
 	}
+	/* what is left may be weakened, one call at a time */
+	for (uint32_t i = h->nops; i-- > 0;) {
+		if (h->ops[i].whatever)
+			continue;
+		h->ops[i].whatever = 1;
+		if (!still_bad(h))
+			h->ops[i].whatever = 0;
+	}
 	drop_unused_objects(h);
-	return h->nops;
+	{
+		uint32_t core = 0;
+
+		for (uint32_t i = 0; i < h->nops; i++)
+			core += !h->ops[i].whatever;
+		return core;
+	}
 }
 
 /* ------------------------------------------------------------- printing */
@@ -565,6 +587,24 @@ void ntl_print_call(FILE *f, const struct ntm_call *c, const struct ntm_ret *r)
 	}
 }
 
+/* The call alone, without a result. */
+static void ntm_apply_name(FILE *f, const struct ntm_call *c)
+{
+	struct ntm_ret none = { -EINVAL, { 0, 0 } };
+	char buf[256];
+	FILE *m = fmemopen(buf, sizeof(buf), "w");
+	char *eq;
+
+	if (!m)
+		return;
+	ntl_print_call(m, c, &none);
+	fclose(m);
+	eq = strstr(buf, ") = ");
+	if (eq)
+		eq[1] = 0;
+	fputs(buf, f);
+}
+
 static int cmp_inv(const void *a, const void *b)
 {
 	const struct ntl_op *x = *(const struct ntl_op *const *)a, *y = *(const struct ntl_op *const *)b;
@@ -576,6 +616,7 @@ void ntl_print(FILE *f, const struct ntl_history *h, const char *indent)
 {
 	const struct ntl_op *by_inv[NTL_MAX_OPS];
 	uint64_t t0 = UINT64_MAX;
+	uint32_t whatever = 0;
 	char buf[80];
 
 	for (uint32_t o = 0; o < h->nobj; o++)
@@ -589,9 +630,19 @@ void ntl_print(FILE *f, const struct ntl_history *h, const char *indent)
 	for (uint32_t i = 0; i < h->nops; i++) {
 		const struct ntl_op *op = by_inv[i];
 
-		fprintf(f, "%sthread %-3u [%10.3f, %10.3f] us  ", indent, op->thread,
+		whatever += op->whatever;
+		fprintf(f, "%s%sthread %-3u [%10.3f, %10.3f] us  ", indent, op->whatever ? "~ " : "  ", op->thread,
 			(op->inv - t0) / 1e3, (op->res - t0) / 1e3);
+		if (op->whatever) {
+			ntm_apply_name(f, &op->call);
+			fputc('\n', f);
+			continue;
+		}
 		ntl_print_call(f, &op->call, &op->ret);
 		fputc('\n', f);
 	}
+	if (whatever)
+		fprintf(f, "%s(~: %u calls whose results do not matter: the violation stands whatever they returned,\n"
+			"%s whenever after their start they took effect, and whether they did at all)\n",
+			indent, whatever, indent);
 }

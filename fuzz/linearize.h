@@ -39,6 +39,12 @@ struct ntl_op {
 	struct ntm_ret ret;	/* as recorded */
 	uint64_t inv, res;	/* invocation and response, ns */
 	uint32_t thread;	/* who made the call (for printing) */
+	/*
+	 * Set by ntl_minimize: the call may have happened at any time after
+	 * inv with any result, or not at all (a weakening: it only removes
+	 * constraints, so a violation that survives it is the original's).
+	 */
+	uint32_t whatever;
 };
 
 struct ntl_history {
@@ -75,12 +81,18 @@ enum ntl_verdict ntl_check(const struct ntl_history *h, unsigned long max_states
  * - a call that cannot change any state (a read, a failure, a time-out,
  *   a set of a set event, ...) is dropped when the rest is still not
  *   linearizable (removing such a call from a linearizable history leaves
- *   it linearizable).
- * Objects no call names any more are dropped.  Returns the number of calls left.
+ *   it linearizable);
+ * - any other call is weakened to "whatever" (any result, any time after
+ *   its start, or never) when the history is still not linearizable.
+ * Objects no call names any more are dropped.  Returns the number of calls
+ * left that are not "whatever": the core of the violation.
  */
 uint32_t ntl_minimize(struct ntl_history *h);
 
-/* One line per object state and per call, times relative to the first call. */
+/*
+ * One line per object state and per call, times relative to the first
+ * call; calls weakened to "whatever" are counted, not listed.
+ */
 void ntl_print(FILE *f, const struct ntl_history *h, const char *indent);
 void ntl_print_call(FILE *f, const struct ntm_call *c, const struct ntm_ret *r);
 

@@ -587,15 +587,15 @@ static int run(void)
 			printf("round %u (%s): %u calls: %s\n", S->round, profile_name[S->profile], n,
 			       v == NTL_OK ? "linearizable" : v == NTL_VIOLATION ? "NOT linearizable" : "gave up");
 		if (v == NTL_VIOLATION && reports++ < opt_max_reports) {
-			uint32_t before = bad.nops;
+			uint32_t before = bad.nops, core;
 
 			printf("FAIL seed=%" PRIu64 " round %u (%s): no order of these %u calls, consistent with real "
 			       "time, gives their results under the spec\n", opt_seed, S->round,
 			       profile_name[S->profile], h.nops);
 			dump(stdout, &bad);
-			ntl_minimize(&bad);
-			printf("  minimal failing history (%u of the %u calls of its part; initial states first):\n",
-			       bad.nops, before);
+			core = ntl_minimize(&bad);
+			printf("  minimal failing history: %u of the %u calls of its part, %u whose results matter;"
+			       " initial states first:\n", bad.nops, before, core);
 			ntl_print(stdout, &bad, "    ");
 			fflush(stdout);
 		}
@@ -696,7 +696,7 @@ static int check_file(const char *path)
 			op->ret.ret = ret;
 		} else if (in && !strncmp(p, "LIN-END", 7)) {
 			enum ntl_verdict v = ntl_check(&h, 0, NULL, &bad, bad_ops);
-			uint32_t before = bad.nops;
+			uint32_t before = bad.nops, core;
 
 			in = false;
 			nhist++;
@@ -706,8 +706,9 @@ static int check_file(const char *path)
 				continue;
 			nbad++;
 			dump(stdout, &bad);
-			ntl_minimize(&bad);
-			printf("  minimal failing history (%u of %u calls; initial states first):\n", bad.nops, before);
+			core = ntl_minimize(&bad);
+			printf("  minimal failing history: %u of %u calls, %u whose results matter; initial states first:\n",
+			       bad.nops, before, core);
 			ntl_print(stdout, &bad, "    ");
 		}
 	}
