@@ -3,11 +3,13 @@
  * ntsync-fuzz: random sequences of every /dev/ntsync ioctl, valid and
  * invalid, checked two ways.
  *
- *   --model       one thread; every operation is also run on a user-space
- *                 reference model of the specification (the seed's
- *                 documentation with the mainline ABI changes) and the
- *                 return value, errno, output fields and object state must
- *                 match exactly.  Waits use a zero timeout so nothing blocks.
+ *   --model       one thread; every operation is also run on the
+ *                 executable model of the specification (model.c: the
+ *                 seed's documentation with the mainline ABI changes) and
+ *                 the return value, errno, output fields and object state
+ *                 must match exactly.  Waits use a zero timeout so nothing
+ *                 blocks.  This file decides what the model does not know:
+ *                 descriptors (EBADF, ENOTTY) and memory (EFAULT).
  *   --concurrent  several threads in several processes hammer shared objects
  *                 with blocking waits that have short deadlines; afterwards
  *                 invariants are checked (semaphore counts conserved, a mutex
@@ -41,6 +43,8 @@
 #include <unistd.h>
 
 #include <linux/ntsync.h>
+
+#include "model.h"
 
 #define POISON32 0xccccccccu
 
@@ -198,6 +202,26 @@ struct model {
 	int pipefd[2];
 	int closed_fd;	/* a number known not to be open */
 };
+
+/* The tracked object as the model sees it, and back. */
+static struct ntm_obj to_ntm(const struct mobj *o)
+{
+	struct ntm_obj n;
+
+	memset(&n, 0, sizeof(n));
+	n.type = (enum ntm_type)o->type;	/* T_SEM.. and NTM_SEM.. agree */
+	n.v[0] = o->a;
+	n.v[1] = o->b;
+	n.abandoned = o->dead;
+	return n;
+}
+
+static void from_ntm(struct mobj *o, const struct ntm_obj *n)
+{
+	o->a = n->v[0];
+	o->b = n->v[1];
+	o->dead = n->abandoned;
+}
 
 /* The run's state, kept global so the report functions can reach it. */
 static struct model M;
@@ -534,6 +558,7 @@ static void op_create(void)
 	long expect = 0, ret;
 	enum ptrkind pk;
 	void *p;
+	struct ntm_obj created;
 	union {
 		struct ntsync_sem_args s;
 		struct ntsync_mutex_args m;
@@ -550,8 +575,7 @@ static void op_create(void)
 		}
 		args.s.count = x; args.s.max = y;
 		cmd = NTSYNC_IOC_CREATE_SEM;
-		if (x > y)
-			expect = -EINVAL;
+		expect = ntm_create_sem(&created, x, y);
 	} else if (type == T_MUTEX) {
 		if (rchance(&R, 50))
 			x = y = 0;
@@ -561,8 +585,7 @@ static void op_create(void)
 		}
 		args.m.owner = x; args.m.count = y;
 		cmd = NTSYNC_IOC_CREATE_MUTEX;
-		if (!x != !y)
-			expect = -EINVAL;
+		expect = ntm_create_mutex(&created, x, y);
 	} else {
 		if (rchance(&R, 80)) {
 			x = rbelow(&R, 2);
@@ -570,6 +593,7 @@ static void op_create(void)
 		}
 		args.e.manual = x; args.e.signaled = y;
 		cmd = NTSYNC_IOC_CREATE_EVENT;
+		expect = ntm_create_event(&created, x, y);
 	}
 	pk = pick_ptr();
 	p = ptr_for(pk, &args, sizeof(args));
@@ -584,13 +608,7 @@ static void op_create(void)
 		if (fl < 0 || !(fl & FD_CLOEXEC))
 			fail("new descriptor %ld is not close-on-exec", ret);
 		M.obj[slot] = (struct mobj){ .type = type, .dev = d };
-		if (type == T_SEM) {
-			M.obj[slot].a = x; M.obj[slot].b = y;
-		} else if (type == T_MUTEX) {
-			M.obj[slot].a = x; M.obj[slot].b = y;
-		} else {
-			M.obj[slot].a = !!x; M.obj[slot].b = !!y;
-		}
+		from_ntm(&M.obj[slot], &created);
 		track_fd((int)ret, slot);
 		return;
 	}
@@ -628,12 +646,11 @@ static void op_sem_release(void)
 	if (expect == 0 && (pk == P_NULL || pk == P_NONE))
 		expect = -EFAULT;
 	if (expect == 0) {
-		struct mobj *o = &M.obj[t.obj];
+		struct ntm_obj o = to_ntm(&M.obj[t.obj]);
+		uint32_t prev;
 
-		if ((uint64_t)o->a + n > o->b)
-			expect = -EOVERFLOW;
-		else
-			o->a += n;
+		expect = ntm_sem_release(&o, n, &prev);
+		from_ntm(&M.obj[t.obj], &o);
 	}
 	ret = xioctl(t.fd, NTSYNC_IOC_SEM_RELEASE, p);
 	if (pk == P_RO && t.kind == TGT_OBJ && M.obj[t.obj].type == T_SEM) {
@@ -671,16 +688,11 @@ static void op_mutex_unlock_kill(bool kill)
 	if (expect == 0 && (pk == P_NULL || pk == P_NONE))
 		expect = -EFAULT;
 	if (expect == 0) {
-		struct mobj *o = &M.obj[t.obj];
+		struct ntm_obj o = to_ntm(&M.obj[t.obj]);
+		uint32_t prev;
 
-		if (!owner)
-			expect = -EINVAL;
-		else if (o->a != owner)
-			expect = -EPERM;
-		else if (kill) {
-			o->a = 0; o->b = 0; o->dead = true;
-		} else if (--o->b == 0)
-			o->a = 0;
+		expect = kill ? ntm_mutex_kill(&o, owner) : ntm_mutex_unlock(&o, owner, &prev);
+		from_ntm(&M.obj[t.obj], &o);
 	}
 	ret = xioctl(t.fd, kill ? NTSYNC_IOC_MUTEX_KILL : NTSYNC_IOC_MUTEX_UNLOCK, p);
 	if (pk == P_RO && !kill && t.kind == TGT_OBJ && M.obj[t.obj].type == T_MUTEX) {
@@ -711,9 +723,14 @@ static void op_event(int which)
 		 t.obj >= 0 ? tname[M.obj[t.obj].type] : "not an object", pname[pk]);
 	memcpy(before, M.obj, sizeof(before));
 	if (expect == 0) {
-		struct mobj *o = &M.obj[t.obj];
+		static long (*const fn[])(struct ntm_obj *, uint32_t *) = {
+			ntm_event_set, ntm_event_reset, ntm_event_pulse,
+		};
+		struct ntm_obj o = to_ntm(&M.obj[t.obj]);
+		uint32_t was;
 
-		o->b = which == 0;	/* set: signaled; reset and pulse: not */
+		expect = fn[which](&o, &was);
+		from_ntm(&M.obj[t.obj], &o);
 	}
 	ret = xioctl(t.fd, cmds[which], p);
 	if (pk != P_OK && expect == 0) {
@@ -735,24 +752,27 @@ static void op_read(void)
 	int type = 1 + rbelow(&R, 3);
 	struct target t = pick_target(type);
 	static const unsigned long cmds[] = { 0, NTSYNC_IOC_SEM_READ, NTSYNC_IOC_MUTEX_READ, NTSYNC_IOC_EVENT_READ };
-	uint32_t out[2] = { POISON32, POISON32 };
+	uint32_t out[2] = { POISON32, POISON32 }, want[2] = { 0, 0 };
 	enum ptrkind pk = pick_ptr();
 	long expect = misaimed(&t, type), ret;
 	void *p = ptr_for(pk, out, sizeof(out));
 	struct mobj *o = t.obj >= 0 ? &M.obj[t.obj] : NULL;
 
 	describe("%s_READ fd %d (%s) ptr=%s", tname[type], t.fd, o ? tname[o->type] : "not an object", pname[pk]);
-	if (expect == 0 && pk != P_OK)
+	if (expect == 0 && pk != P_OK) {
 		expect = -EFAULT;
-	else if (expect == 0 && type == T_MUTEX && o->dead)
-		expect = -EOWNERDEAD;
+	} else if (expect == 0) {
+		struct ntm_obj n = to_ntm(o);
+
+		/* the fields in struct order: sem {count, max}, mutex {owner, count},
+		 * event {manual, signaled} */
+		expect = ntm_read(&n, (enum ntm_type)type, want);
+	}
 	ret = xioctl(t.fd, cmds[type], p);
 	check_ret2(expect, alt_for(misaimed(&t, type), pk != P_OK), ret);
 	if ((ret == 0 || ret == -EOWNERDEAD) && ret == expect) {
-		/* the fields in struct order: sem {count, max}, mutex {owner, count},
-		 * event {manual, signaled}; the model keeps them in that order */
-		if (out[0] != o->a || out[1] != o->b)
-			fail("read {%u, %u}, expected {%u, %u}", out[0], out[1], o->a, o->b);
+		if (out[0] != want[0] || out[1] != want[1])
+			fail("read {%u, %u}, expected {%u, %u}", out[0], out[1], want[0], want[1]);
 	}
 }
 
@@ -809,42 +829,6 @@ static void op_wrong_ioctl(void)
 
 /* ------------------------------------------------------------------ waits */
 
-static bool signaled(const struct mobj *o, uint32_t owner)
-{
-	switch (o->type) {
-	case T_SEM: return o->a > 0;
-	/*
-	 * Abandoned counts as unowned.  A recursion count at UINT32_MAX cannot
-	 * grow: the spec does not say so; we treat it as not signaled rather
-	 * than let the count wrap to zero with an owner set.
-	 */
-	case T_MUTEX: return o->a == 0 || (o->a == owner && o->b < UINT32_MAX);
-	case T_EVENT: return o->b != 0;
-	}
-	return false;
-}
-
-/* Acquire; returns true when an abandoned mutex was taken. */
-static bool acquire(struct mobj *o, uint32_t owner)
-{
-	bool dead = false;
-
-	switch (o->type) {
-	case T_SEM: o->a--; break;
-	case T_MUTEX:
-		dead = o->dead;
-		o->dead = false;
-		o->a = owner;
-		o->b++;
-		break;
-	case T_EVENT:
-		if (!o->a)
-			o->b = 0;
-		break;
-	}
-	return dead;
-}
-
 static void op_wait(bool all)
 {
 	int d = pick_dev(), fds[NTSYNC_MAX_WAIT_COUNT + 8], objs[NTSYNC_MAX_WAIT_COUNT + 8];
@@ -855,7 +839,6 @@ static void op_wait(bool all)
 	uint32_t expect_index = POISON32;
 	struct mobj before[MAXOBJ];
 	int alert_obj = -1;	/* -1: none */
-	bool bad_obj = false, bad_alert = false, dup = false;
 	char list[400];
 	size_t ll = 0;
 	void *p, *objs_p;
@@ -916,11 +899,9 @@ static void op_wait(bool all)
 				k = rbelow(&R, M.nfds);
 			args.alert = M.fds[k].fd;
 			alert_obj = M.fds[k].obj;
-			if (M.obj[alert_obj].type != T_EVENT || M.obj[alert_obj].dev != d)
-				bad_alert = true;
 		} else {
+			/* not an object: the model sees has_alert without one */
 			args.alert = r < 95 ? (uint32_t)M.closed_fd : (uint32_t)M.dev[d];
-			bad_alert = true;
 		}
 	}
 	objs_pk = rchance(&R, 3) ? (rchance(&R, 50) ? P_NULL : P_NONE) : P_OK;
@@ -950,49 +931,24 @@ static void op_wait(bool all)
 	} else if (count && objs_pk != P_OK)
 		expect = -EFAULT;
 	else {
-		for (i = 0; i < count; i++) {
-			if (objs[i] < 0 || M.obj[objs[i]].dev != d)
-				bad_obj = true;
-			for (uint32_t j = 0; j < i; j++)
-				if (objs[i] >= 0 && objs[j] == objs[i])
-					dup = true;
-			if (alert_obj >= 0 && objs[i] == alert_obj)
-				dup = true;
-		}
-		if (bad_obj || bad_alert || (all && dup))
-			expect = -EINVAL;
-	}
-	if (expect == 0) {
-		struct mobj *alert = args.alert ? &M.obj[alert_obj] : NULL;
-		bool dead = false;
+		/* the model decides the rest: objects, alert, duplicates, the poll */
+		struct ntm_obj st[MAXOBJ], *wobjs[NTSYNC_MAX_WAIT_COUNT];
+		struct ntm_wait w = {
+			.count = count, .owner = owner, .flags = args.flags, .pad = args.pad,
+			.objs = wobjs, .has_alert = args.alert != 0,
+		};
 
-		expect = -ETIMEDOUT;
-		if (all) {
-			bool ok = true;
-
-			for (i = 0; i < count; i++)
-				ok = ok && signaled(&M.obj[objs[i]], owner);
-			if (ok) {
-				for (i = 0; i < count; i++)
-					dead |= acquire(&M.obj[objs[i]], owner);
-				expect = dead ? -EOWNERDEAD : 0;
-				expect_index = 0;
-			}
-		} else {
-			for (i = 0; i < count; i++) {
-				if (signaled(&M.obj[objs[i]], owner)) {
-					dead = acquire(&M.obj[objs[i]], owner);
-					expect = dead ? -EOWNERDEAD : 0;
-					expect_index = i;
-					break;
-				}
-			}
-		}
-		if (expect == -ETIMEDOUT && alert && signaled(alert, owner)) {
-			acquire(alert, owner);
-			expect = 0;
-			expect_index = count;
-		}
+		for (int k = 0; k < MAXOBJ; k++)
+			st[k] = to_ntm(&M.obj[k]);
+		/* an object of another (or a closed) instance is no object here */
+		for (i = 0; i < count; i++)
+			wobjs[i] = objs[i] >= 0 && M.obj[objs[i]].dev == d ? &st[objs[i]] : NULL;
+		if (alert_obj >= 0 && M.obj[alert_obj].dev == d)
+			w.alert = &st[alert_obj];
+		expect = all ? ntm_wait_all(&w, &expect_index) : ntm_wait_any(&w, &expect_index);
+		for (int k = 0; k < MAXOBJ; k++)
+			if (M.obj[k].type != T_NONE)
+				from_ntm(&M.obj[k], &st[k]);
 	}
 
 	ret = xioctl(M.dev[d], all ? NTSYNC_IOC_WAIT_ALL : NTSYNC_IOC_WAIT_ANY, p);
