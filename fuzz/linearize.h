@@ -83,7 +83,8 @@ enum ntl_verdict ntl_check(const struct ntl_history *h, unsigned long max_states
  *   linearizable (removing such a call from a linearizable history leaves
  *   it linearizable);
  * - any other call is weakened to "whatever" (any result, any time after
- *   its start, or never) when the history is still not linearizable.
+ *   its start, or never) when the history is still not linearizable, and
+ *   dropped if it began after every call that is not "whatever" returned.
  * Objects no call names any more are dropped.  Returns the number of calls
  * left that are not "whatever": the core of the violation.
  */
