@@ -10,7 +10,17 @@
 #include <linux/ktime.h>
 #include <linux/sched.h>
 #include <linux/nsproxy.h>
+#include <linux/slab.h>
 #include <linux/time_namespace.h>
+
+/*
+ * kzalloc_obj() sizes an allocation by the type of what it is assigned to
+ * (7.0, and Debian's 6.12 from its stable updates); older kernels get the
+ * same from kzalloc().
+ */
+#ifndef kzalloc_obj
+#define kzalloc_obj(obj, gfp)	kzalloc(sizeof(obj), gfp)
+#endif
 
 /*
  * A MONOTONIC deadline is given in the caller's time namespace and has to

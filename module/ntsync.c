@@ -8,6 +8,20 @@
  * or all of them atomically.  The user-space ABI is mainline's
  * <linux/ntsync.h>, byte for byte.
  *
+ * Credit: this is an independent implementation of the driver that
+ * Elizabeth Figura <zfigura@codeweavers.com> wrote for mainline Linux
+ * (drivers/misc/ntsync.c, Copyright (C) 2024 Elizabeth Figura), and its
+ * design follows hers in these points: objects are anonymous files that
+ * hold a reference to their instance's file; waits queue entries on
+ * per-object lists of wait-any and wait-all waiters; a waiter is claimed
+ * once, by a compare-and-exchange on its "signaled" index; and waits for
+ * all serialize on an instance-wide mutex that an object takes only while
+ * wait-all entries are queued on it (her all_hint).  The ABI, its error
+ * codes and the behaviour are hers.  The code is this project's own, and
+ * so are the rest of the design: the wait that acquires before it queues,
+ * stack-allocated wait entries, the lock-free look and its signal counts,
+ * the object layer below and the fdinfo output.
+ *
  * Locking
  * -------
  * Every object has a spinlock, ntsync_obj.lock, which serializes changes to
@@ -63,6 +77,7 @@
 
 #include <linux/anon_inodes.h>
 #include <linux/atomic.h>
+#include <linux/build_bug.h>
 #include <linux/compiler.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -94,10 +109,11 @@
  */
 #define NTSYNC_STACK_ENTRIES	8
 
-enum ntsync_type {
-	NTSYNC_TYPE_SEM,
-	NTSYNC_TYPE_MUTEX,
-	NTSYNC_TYPE_EVENT,
+/* What an object is; the values are also the ABI's order of creation. */
+enum ntsync_kind {
+	NTSYNC_SEM,
+	NTSYNC_MUTEX,
+	NTSYNC_EVENT,
 };
 
 /*
@@ -113,16 +129,30 @@ struct ntsync_device {
 };
 
 /*
+ * The state of an object, kept in the ABI's own argument structures, so
+ * that a read hands it out as it is: a semaphore's count and maximum, a
+ * mutex's owner (0: none) and recursion count, an event's manual-reset
+ * flag and state, each 0 or 1.
+ */
+union ntsync_state {
+	struct ntsync_sem_args sem;
+	struct ntsync_mutex_args mutex;
+	struct ntsync_event_args event;
+};
+
+/*
  * A semaphore, mutex or event.
  *
- * @lock:        protects @u and @any_waiters; with wait_all_lock also
- *               @all_hint.
- * @type:        set at creation, never changes.
- * @all_hint:    number of entries on @all_waiters; nonzero means that @u
- *               is accessed only with the instance's wait_all_lock held.
- * @signals:     incremented after every change that can signal @u; @lock.
+ * @lock:        protects @s, @abandoned and @any_waiters; with
+ *               wait_all_lock also @all_hint.
+ * @signals:     incremented after every change that can signal @s; @lock.
  *               Read without locks (see "Looking without locks").
- * @u:           the state; see ntsync_lock_obj() for which lock covers it.
+ * @all_hint:    number of entries on @all_waiters; nonzero means that @s
+ *               is accessed only with the instance's wait_all_lock held.
+ * @kind:        an enum ntsync_kind, set at creation.
+ * @abandoned:   a mutex whose owner was killed and that nobody acquired
+ *               since; its owner and count are 0.
+ * @s:           the state; see ntsync_lock_obj() for which lock covers it.
  * @any_waiters: wait-any entries (and alerts), in queueing order; @lock.
  * @all_waiters: wait-all entries, in queueing order; wait_all_lock.
  * @dev:         the instance, kept alive by a reference to its file.
@@ -130,25 +160,11 @@ struct ntsync_device {
  */
 struct ntsync_obj {
 	spinlock_t lock;		/* state and wait-any queue */
-	enum ntsync_type type;
-	unsigned int all_hint;
 	unsigned int signals;
-
-	union ntsync_state {
-		struct {
-			__u32 count;
-			__u32 max;
-		} sem;
-		struct {
-			__u32 count;
-			__u32 owner;
-			bool ownerdead;
-		} mutex;
-		struct {
-			bool manual;
-			bool signaled;
-		} event;
-	} u;
+	unsigned int all_hint;
+	u8 kind;
+	bool abandoned;
+	union ntsync_state s;
 
 	struct list_head any_waiters;
 	struct list_head all_waiters;
@@ -225,15 +241,17 @@ static void ntsync_assert_held(struct ntsync_obj *obj)
 /* Could a wait on behalf of @owner acquire @obj now? */
 static bool ntsync_signaled(const struct ntsync_obj *obj, __u32 owner)
 {
-	switch (obj->type) {
-	case NTSYNC_TYPE_SEM:
-		return obj->u.sem.count;
-	case NTSYNC_TYPE_MUTEX:
-		if (obj->u.mutex.owner && obj->u.mutex.owner != owner)
-			return false;
-		return obj->u.mutex.count < U32_MAX;
-	case NTSYNC_TYPE_EVENT:
-		return obj->u.event.signaled;
+	const union ntsync_state *s = &obj->s;
+
+	switch (obj->kind) {
+	case NTSYNC_SEM:
+		return s->sem.count;
+	case NTSYNC_MUTEX:
+		/* a recursion count at its limit cannot grow: not signaled */
+		return (!s->mutex.owner || s->mutex.owner == owner) &&
+		       s->mutex.count != U32_MAX;
+	case NTSYNC_EVENT:
+		return s->event.signaled;
 	}
 	return false;
 }
@@ -244,26 +262,27 @@ static bool ntsync_signaled(const struct ntsync_obj *obj, __u32 owner)
  */
 static bool ntsync_acquire_state(struct ntsync_obj *obj, __u32 owner)
 {
-	bool ownerdead = false;
+	union ntsync_state *s = &obj->s;
+	bool was_abandoned = false;
 
 	ntsync_assert_held(obj);
 
-	switch (obj->type) {
-	case NTSYNC_TYPE_SEM:
-		obj->u.sem.count--;
+	switch (obj->kind) {
+	case NTSYNC_SEM:
+		s->sem.count--;
 		break;
-	case NTSYNC_TYPE_MUTEX:
-		ownerdead = obj->u.mutex.ownerdead;
-		obj->u.mutex.ownerdead = false;
-		obj->u.mutex.owner = owner;
-		obj->u.mutex.count++;
+	case NTSYNC_MUTEX:
+		was_abandoned = obj->abandoned;
+		obj->abandoned = false;
+		s->mutex.count++;
+		s->mutex.owner = owner;
 		break;
-	case NTSYNC_TYPE_EVENT:
-		if (!obj->u.event.manual)
-			obj->u.event.signaled = false;
+	case NTSYNC_EVENT:
+		/* an auto-reset event (manual 0) resets */
+		s->event.signaled &= s->event.manual;
 		break;
 	}
-	return ownerdead;
+	return was_abandoned;
 }
 
 /* Claim @q for @index; on success the caller acquires on its behalf. */
@@ -286,7 +305,7 @@ static void ntsync_wake_any_state(struct ntsync_obj *obj)
 			continue;
 		if (!ntsync_signaled(obj, q->owner)) {
 			/* only a mutex can be signaled for some owners */
-			if (obj->type != NTSYNC_TYPE_MUTEX)
+			if (obj->kind != NTSYNC_MUTEX)
 				break;
 			continue;
 		}
@@ -322,8 +341,9 @@ static void ntsync_wake_all_state(struct ntsync_device *dev,
 }
 
 /*
- * @obj may have become signaled: wake whom it can satisfy, wait-all
- * waiters first.  @all says whether the caller holds wait_all_lock.
+ * The caller has just made @obj more signaled: count it for lock-free
+ * lookers, then wake whom it can satisfy, wait-all waiters first.  @all
+ * says whether the caller holds wait_all_lock.
  */
 static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 {
@@ -342,214 +362,195 @@ static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 	ntsync_wake_any_state(obj);
 }
 
-static int ntsync_sem_release(struct ntsync_obj *sem, void __user *argp)
-{
-	__u32 __user *user_count = argp;
-	__u32 count, prev;
-	int ret = 0;
-	bool all;
+/*
+ * The object ioctls.  The dispatcher has checked that the command is meant
+ * for this kind of object, so each handler only copies in, changes the
+ * state under the object's lock and copies out.
+ */
 
-	if (get_user(count, user_count))
+/* SEM_RELEASE: add to the count, unless that passes the maximum. */
+static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
+{
+	struct ntsync_sem_args *s = &sem->s.sem;
+	__u32 add, before;
+	bool all, fits;
+
+	if (get_user(add, inout))
 		return -EFAULT;
-	if (sem->type != NTSYNC_TYPE_SEM)
-		return -EINVAL;
 
 	all = ntsync_lock_obj(sem);
-	prev = sem->u.sem.count;
-	if (count > sem->u.sem.max - prev) {
-		ret = -EOVERFLOW;
-	} else {
-		sem->u.sem.count = prev + count;
+	before = s->count;
+	fits = add <= s->max - before;
+	if (fits) {
+		s->count = before + add;
 		ntsync_wake_state(sem, all);
 	}
 	ntsync_unlock_obj(sem, all);
 
-	if (!ret && put_user(prev, user_count))
-		ret = -EFAULT;
-	return ret;
+	if (!fits)
+		return -EOVERFLOW;
+	return put_user(before, inout) ? -EFAULT : 0;
 }
 
-static int ntsync_mutex_unlock(struct ntsync_obj *mutex, void __user *argp)
+/*
+ * @owner lets go of @mutex: one level of recursion (MUTEX_UNLOCK), or all
+ * of them, leaving the mutex abandoned (MUTEX_KILL).  -EPERM unless @owner
+ * holds it; else 0 and the recursion count before in @before.
+ */
+static int ntsync_mutex_drop_state(struct ntsync_obj *mutex, __u32 owner,
+				   bool kill, bool all, __u32 *before)
 {
-	struct ntsync_mutex_args __user *user_args = argp;
-	struct ntsync_mutex_args args;
-	int ret = 0;
-	__u32 prev;
-	bool all;
+	struct ntsync_mutex_args *m = &mutex->s.mutex;
 
-	if (copy_from_user(&args, user_args, sizeof(args)))
-		return -EFAULT;
-	if (mutex->type != NTSYNC_TYPE_MUTEX)
-		return -EINVAL;
-	if (!args.owner)
-		return -EINVAL;
+	ntsync_assert_held(mutex);
 
-	all = ntsync_lock_obj(mutex);
-	prev = mutex->u.mutex.count;
-	if (mutex->u.mutex.owner != args.owner) {
-		ret = -EPERM;
-	} else {
-		if (!--mutex->u.mutex.count)
-			mutex->u.mutex.owner = 0;
-		ntsync_wake_state(mutex, all);
-	}
-	ntsync_unlock_obj(mutex, all);
-
-	if (!ret && put_user(prev, &user_args->count))
-		ret = -EFAULT;
-	return ret;
-}
-
-static int ntsync_mutex_kill(struct ntsync_obj *mutex, void __user *argp)
-{
-	int ret = 0;
-	__u32 owner;
-	bool all;
-
-	if (get_user(owner, (__u32 __user *)argp))
-		return -EFAULT;
-	if (mutex->type != NTSYNC_TYPE_MUTEX)
-		return -EINVAL;
-	if (!owner)
-		return -EINVAL;
-
-	all = ntsync_lock_obj(mutex);
-	if (mutex->u.mutex.owner != owner) {
-		ret = -EPERM;
-	} else {
-		mutex->u.mutex.ownerdead = true;
-		mutex->u.mutex.owner = 0;
-		mutex->u.mutex.count = 0;
-		ntsync_wake_state(mutex, all);
-	}
-	ntsync_unlock_obj(mutex, all);
-	return ret;
-}
-
-/* Set an event; a pulse wakes whom it can and leaves it nonsignaled. */
-static int ntsync_event_set(struct ntsync_obj *event, void __user *argp,
-			    bool pulse)
-{
-	__u32 prev;
-	bool all;
-
-	if (event->type != NTSYNC_TYPE_EVENT)
-		return -EINVAL;
-
-	all = ntsync_lock_obj(event);
-	prev = event->u.event.signaled;
-	event->u.event.signaled = true;
-	ntsync_wake_state(event, all);
-	if (pulse)
-		event->u.event.signaled = false;
-	ntsync_unlock_obj(event, all);
-
-	if (put_user(prev, (__u32 __user *)argp))
-		return -EFAULT;
+	if (m->owner != owner)
+		return -EPERM;
+	*before = m->count;
+	m->count = kill ? 0 : m->count - 1;
+	if (!m->count)
+		m->owner = 0;
+	mutex->abandoned = kill;
+	ntsync_wake_state(mutex, all);
 	return 0;
 }
 
-static int ntsync_event_reset(struct ntsync_obj *event, void __user *argp)
+/* MUTEX_UNLOCK and MUTEX_KILL; only the former writes anything back. */
+static int ntsync_mutex_drop(struct ntsync_obj *mutex, void __user *uarg,
+			     bool kill)
 {
-	__u32 prev;
+	struct ntsync_mutex_args __user *uargs = uarg;
+	struct ntsync_mutex_args in;
+	__u32 before;
 	bool all;
-
-	if (event->type != NTSYNC_TYPE_EVENT)
-		return -EINVAL;
-
-	all = ntsync_lock_obj(event);
-	prev = event->u.event.signaled;
-	event->u.event.signaled = false;
-	ntsync_unlock_obj(event, all);
-
-	if (put_user(prev, (__u32 __user *)argp))
-		return -EFAULT;
-	return 0;
-}
-
-static int ntsync_sem_read(struct ntsync_obj *sem, void __user *argp)
-{
-	struct ntsync_sem_args args;
-	bool all;
-
-	if (sem->type != NTSYNC_TYPE_SEM)
-		return -EINVAL;
-
-	all = ntsync_lock_obj(sem);
-	args.count = sem->u.sem.count;
-	args.max = sem->u.sem.max;
-	ntsync_unlock_obj(sem, all);
-
-	if (copy_to_user(argp, &args, sizeof(args)))
-		return -EFAULT;
-	return 0;
-}
-
-static int ntsync_mutex_read(struct ntsync_obj *mutex, void __user *argp)
-{
-	struct ntsync_mutex_args args;
 	int ret;
-	bool all;
 
-	if (mutex->type != NTSYNC_TYPE_MUTEX)
+	if (kill)
+		ret = get_user(in.owner, (__u32 __user *)uarg);
+	else
+		ret = copy_from_user(&in, uargs, sizeof(in)) ? -EFAULT : 0;
+	if (ret)
+		return ret;
+	if (!in.owner)
 		return -EINVAL;
 
 	all = ntsync_lock_obj(mutex);
-	args.owner = mutex->u.mutex.owner;
-	args.count = mutex->u.mutex.count;
-	ret = mutex->u.mutex.ownerdead ? -EOWNERDEAD : 0;
+	ret = ntsync_mutex_drop_state(mutex, in.owner, kill, all, &before);
 	ntsync_unlock_obj(mutex, all);
 
-	if (copy_to_user(argp, &args, sizeof(args)))
-		return -EFAULT;
+	if (!ret && !kill && put_user(before, &uargs->count))
+		ret = -EFAULT;
 	return ret;
 }
 
-static int ntsync_event_read(struct ntsync_obj *event, void __user *argp)
+/*
+ * EVENT_SET, EVENT_RESET and EVENT_PULSE hand back the state before.  A
+ * pulse signals the event to the waiters it can wake and leaves it
+ * unsignaled, all under one hold of the lock.
+ */
+static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
+			       bool set, bool reset)
 {
-	struct ntsync_event_args args;
+	struct ntsync_event_args *e = &event->s.event;
+	__u32 before;
 	bool all;
 
-	if (event->type != NTSYNC_TYPE_EVENT)
-		return -EINVAL;
-
 	all = ntsync_lock_obj(event);
-	args.manual = event->u.event.manual;
-	args.signaled = event->u.event.signaled;
+	before = e->signaled;
+	if (set) {
+		e->signaled = 1;
+		ntsync_wake_state(event, all);
+	}
+	if (reset)
+		e->signaled = 0;
 	ntsync_unlock_obj(event, all);
 
-	if (copy_to_user(argp, &args, sizeof(args)))
+	return put_user(before, out) ? -EFAULT : 0;
+}
+
+/* SEM_READ, MUTEX_READ and EVENT_READ: the state, as the ABI spells it. */
+static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out)
+{
+	union ntsync_state now;
+	bool abandoned, all;
+
+	all = ntsync_lock_obj(obj);
+	now = obj->s;
+	abandoned = obj->abandoned;
+	ntsync_unlock_obj(obj, all);
+
+	if (copy_to_user(out, &now, sizeof(now)))
 		return -EFAULT;
-	return 0;
+	return abandoned ? -EOWNERDEAD : 0;
+}
+
+/*
+ * The ABI numbers its fourteen ioctls 0x80 to 0x8d without a gap.  This
+ * table says, by number, which exact command (direction and size
+ * included) each is and what it acts on, so that the dispatchers check
+ * the object's kind in one place: a command for another kind of object is
+ * EINVAL, anything else they do not know ENOTTY.
+ */
+#define NTSYNC_NR_FIRST		0x80
+#define NTSYNC_ON_DEVICE	0xff
+
+static const struct {
+	unsigned int cmd;
+	u8 on;		/* an enum ntsync_kind or NTSYNC_ON_DEVICE */
+} ntsync_cmds[] = {
+	{ NTSYNC_IOC_CREATE_SEM,	NTSYNC_ON_DEVICE },
+	{ NTSYNC_IOC_SEM_RELEASE,	NTSYNC_SEM },
+	{ NTSYNC_IOC_WAIT_ANY,		NTSYNC_ON_DEVICE },
+	{ NTSYNC_IOC_WAIT_ALL,		NTSYNC_ON_DEVICE },
+	{ NTSYNC_IOC_CREATE_MUTEX,	NTSYNC_ON_DEVICE },
+	{ NTSYNC_IOC_MUTEX_UNLOCK,	NTSYNC_MUTEX },
+	{ NTSYNC_IOC_MUTEX_KILL,	NTSYNC_MUTEX },
+	{ NTSYNC_IOC_CREATE_EVENT,	NTSYNC_ON_DEVICE },
+	{ NTSYNC_IOC_EVENT_SET,		NTSYNC_EVENT },
+	{ NTSYNC_IOC_EVENT_RESET,	NTSYNC_EVENT },
+	{ NTSYNC_IOC_EVENT_PULSE,	NTSYNC_EVENT },
+	{ NTSYNC_IOC_SEM_READ,		NTSYNC_SEM },
+	{ NTSYNC_IOC_MUTEX_READ,	NTSYNC_MUTEX },
+	{ NTSYNC_IOC_EVENT_READ,	NTSYNC_EVENT },
+};
+
+/* What @cmd acts on, or -1 if it is none of the ABI's commands. */
+static int ntsync_cmd_target(unsigned int cmd)
+{
+	unsigned int i = _IOC_NR(cmd) - NTSYNC_NR_FIRST;
+
+	if (i >= ARRAY_SIZE(ntsync_cmds) || ntsync_cmds[i].cmd != cmd)
+		return -1;
+	return ntsync_cmds[i].on;
 }
 
 static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
-			     unsigned long parm)
+			     unsigned long uarg)
 {
 	struct ntsync_obj *obj = file->private_data;
-	void __user *argp = (void __user *)parm;
+	void __user *p = (void __user *)uarg;
+	int target = ntsync_cmd_target(cmd);
 
-	switch (cmd) {
-	case NTSYNC_IOC_SEM_RELEASE:
-		return ntsync_sem_release(obj, argp);
-	case NTSYNC_IOC_SEM_READ:
-		return ntsync_sem_read(obj, argp);
-	case NTSYNC_IOC_MUTEX_UNLOCK:
-		return ntsync_mutex_unlock(obj, argp);
-	case NTSYNC_IOC_MUTEX_KILL:
-		return ntsync_mutex_kill(obj, argp);
-	case NTSYNC_IOC_MUTEX_READ:
-		return ntsync_mutex_read(obj, argp);
-	case NTSYNC_IOC_EVENT_SET:
-		return ntsync_event_set(obj, argp, false);
-	case NTSYNC_IOC_EVENT_RESET:
-		return ntsync_event_reset(obj, argp);
-	case NTSYNC_IOC_EVENT_PULSE:
-		return ntsync_event_set(obj, argp, true);
-	case NTSYNC_IOC_EVENT_READ:
-		return ntsync_event_read(obj, argp);
-	default:
+	if (target < 0 || target == NTSYNC_ON_DEVICE)
 		return -ENOIOCTLCMD;
+	if (target != obj->kind)
+		return -EINVAL;
+
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(NTSYNC_IOC_SEM_RELEASE):
+		return ntsync_sem_release(obj, p);
+	case _IOC_NR(NTSYNC_IOC_MUTEX_UNLOCK):
+		return ntsync_mutex_drop(obj, p, false);
+	case _IOC_NR(NTSYNC_IOC_MUTEX_KILL):
+		return ntsync_mutex_drop(obj, p, true);
+	case _IOC_NR(NTSYNC_IOC_EVENT_SET):
+		return ntsync_event_change(obj, p, true, false);
+	case _IOC_NR(NTSYNC_IOC_EVENT_RESET):
+		return ntsync_event_change(obj, p, false, true);
+	case _IOC_NR(NTSYNC_IOC_EVENT_PULSE):
+		return ntsync_event_change(obj, p, true, true);
+	default:	/* the three reads */
+		return ntsync_obj_read(obj, p);
 	}
 }
 
@@ -559,34 +560,35 @@ static void ntsync_obj_show_fdinfo(struct seq_file *m, struct file *file)
 	struct ntsync_obj *obj = file->private_data;
 	struct ntsync_q_entry *entry;
 	unsigned int any = 0, all_waiters;
-	union ntsync_state snap;
-	bool all;
+	union ntsync_state now;
+	bool abandoned, all;
 
 	all = ntsync_lock_obj(obj);
-	snap = obj->u;
+	now = obj->s;
+	abandoned = obj->abandoned;
 	list_for_each_entry(entry, &obj->any_waiters, node)
 		any++;
 	all_waiters = obj->all_hint;
 	ntsync_unlock_obj(obj, all);
 
-	switch (obj->type) {
-	case NTSYNC_TYPE_SEM:
+	switch (obj->kind) {
+	case NTSYNC_SEM:
 		seq_printf(m, "ntsync-type:\tsemaphore\ncount:\t%u\nmax:\t%u\n",
-			   snap.sem.count, snap.sem.max);
+			   now.sem.count, now.sem.max);
 		break;
-	case NTSYNC_TYPE_MUTEX:
+	case NTSYNC_MUTEX:
 		seq_printf(m, "ntsync-type:\tmutex\nowner:\t%u\ncount:\t%u\nabandoned:\t%u\n",
-			   snap.mutex.owner, snap.mutex.count,
-			   snap.mutex.ownerdead);
+			   now.mutex.owner, now.mutex.count, abandoned);
 		break;
-	case NTSYNC_TYPE_EVENT:
+	case NTSYNC_EVENT:
 		seq_printf(m, "ntsync-type:\tevent\nmanual:\t%u\nsignaled:\t%u\n",
-			   snap.event.manual, snap.event.signaled);
+			   now.event.manual, now.event.signaled);
 		break;
 	}
 	seq_printf(m, "waiters-any:\t%u\nwaiters-all:\t%u\n", any, all_waiters);
 }
 
+/* The last descriptor of an object is gone: free it, let go of the device. */
 static int ntsync_obj_release(struct inode *inode, struct file *file)
 {
 	struct ntsync_obj *obj = file->private_data;
@@ -605,120 +607,93 @@ static const struct file_operations ntsync_obj_fops = {
 	.show_fdinfo	= ntsync_obj_show_fdinfo,
 };
 
-static struct ntsync_obj *ntsync_alloc_obj(struct ntsync_device *dev,
-					   enum ntsync_type type)
+/*
+ * Is @s a state that CREATE may start an object of @kind in?  Events are
+ * stored with their flags as 0 or 1, the way reads report them.
+ */
+static bool ntsync_initial_state(u8 kind, union ntsync_state *s)
 {
-	struct ntsync_obj *obj;
-
-	obj = kmem_cache_zalloc(ntsync_obj_cachep, GFP_KERNEL);
-	if (!obj)
-		return NULL;
-	spin_lock_init(&obj->lock);
-	obj->type = type;
-	INIT_LIST_HEAD(&obj->any_waiters);
-	INIT_LIST_HEAD(&obj->all_waiters);
-	obj->dev = dev;
-	return obj;
+	switch (kind) {
+	case NTSYNC_SEM:
+		return s->sem.count <= s->sem.max;
+	case NTSYNC_MUTEX:
+		/* owned with a count, or free with none */
+		return !s->mutex.owner == !s->mutex.count;
+	case NTSYNC_EVENT:
+		s->event.manual = !!s->event.manual;
+		s->event.signaled = !!s->event.signaled;
+		return true;
+	}
+	return false;
 }
 
 /*
- * Give a new object its file and return its descriptor, which appears in
- * the caller's table only once nothing can fail any more.  On failure the
- * object is freed.
+ * CREATE_SEM, CREATE_MUTEX and CREATE_EVENT: all three take two __u32 in
+ * the order the state keeps them, so one function makes every kind.  The
+ * descriptor appears in the caller's table only once nothing can fail; the
+ * object's file, once it exists, owns the object and the reference to the
+ * device, so dropping the file undoes everything.
  */
-static int ntsync_install_obj(struct ntsync_obj *obj)
+static int ntsync_create(struct ntsync_device *dev, u8 kind,
+			 const void __user *uarg)
 {
+	struct ntsync_obj *obj;
+	union ntsync_state s;
 	struct file *file;
 	int fd;
 
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0)
-		goto err_free;
+	BUILD_BUG_ON(sizeof(s) != sizeof(struct ntsync_sem_args) ||
+		     sizeof(s) != sizeof(struct ntsync_mutex_args) ||
+		     sizeof(s) != sizeof(struct ntsync_event_args));
+
+	if (copy_from_user(&s, uarg, sizeof(s)))
+		return -EFAULT;
+	if (!ntsync_initial_state(kind, &s))
+		return -EINVAL;
+
+	obj = kmem_cache_zalloc(ntsync_obj_cachep, GFP_KERNEL);
+	if (!obj)
+		return -ENOMEM;
+	spin_lock_init(&obj->lock);
+	INIT_LIST_HEAD(&obj->any_waiters);
+	INIT_LIST_HEAD(&obj->all_waiters);
+	obj->kind = kind;
+	obj->s = s;
+	obj->dev = dev;
+
 	file = anon_inode_getfile(NTSYNC_NAME, &ntsync_obj_fops, obj, O_RDWR);
 	if (IS_ERR(file)) {
-		put_unused_fd(fd);
-		fd = PTR_ERR(file);
-		goto err_free;
+		kmem_cache_free(ntsync_obj_cachep, obj);
+		return PTR_ERR(file);
 	}
 	obj->file = file;
-	get_file(obj->dev->file);
+	get_file(dev->file);
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		fput(file);
+		return fd;
+	}
 	fd_install(fd, file);
 	return fd;
-
-err_free:
-	kmem_cache_free(ntsync_obj_cachep, obj);
-	return fd;
 }
 
-static int ntsync_create_sem(struct ntsync_device *dev, void __user *argp)
-{
-	struct ntsync_sem_args args;
-	struct ntsync_obj *sem;
-
-	if (copy_from_user(&args, argp, sizeof(args)))
-		return -EFAULT;
-	if (args.count > args.max)
-		return -EINVAL;
-
-	sem = ntsync_alloc_obj(dev, NTSYNC_TYPE_SEM);
-	if (!sem)
-		return -ENOMEM;
-	sem->u.sem.count = args.count;
-	sem->u.sem.max = args.max;
-	return ntsync_install_obj(sem);
-}
-
-static int ntsync_create_mutex(struct ntsync_device *dev, void __user *argp)
-{
-	struct ntsync_mutex_args args;
-	struct ntsync_obj *mutex;
-
-	if (copy_from_user(&args, argp, sizeof(args)))
-		return -EFAULT;
-	if (!args.owner != !args.count)
-		return -EINVAL;
-
-	mutex = ntsync_alloc_obj(dev, NTSYNC_TYPE_MUTEX);
-	if (!mutex)
-		return -ENOMEM;
-	mutex->u.mutex.owner = args.owner;
-	mutex->u.mutex.count = args.count;
-	return ntsync_install_obj(mutex);
-}
-
-static int ntsync_create_event(struct ntsync_device *dev, void __user *argp)
-{
-	struct ntsync_event_args args;
-	struct ntsync_obj *event;
-
-	if (copy_from_user(&args, argp, sizeof(args)))
-		return -EFAULT;
-
-	event = ntsync_alloc_obj(dev, NTSYNC_TYPE_EVENT);
-	if (!event)
-		return -ENOMEM;
-	event->u.event.manual = args.manual;
-	event->u.event.signaled = args.signaled;
-	return ntsync_install_obj(event);
-}
-
-/* A reference to the object behind @fd if it belongs to @dev, else NULL. */
-static struct ntsync_obj *ntsync_get_obj(struct ntsync_device *dev, int fd)
+/*
+ * Look up descriptor @fd for a wait on @dev: its object, with a reference
+ * to the object's file, or NULL if it is not an object of @dev.
+ */
+static struct ntsync_obj *ntsync_obj_get(struct ntsync_device *dev, int fd)
 {
 	struct file *file = fget(fd);
-	struct ntsync_obj *obj;
 
-	if (!file)
-		return NULL;
-	if (file->f_op != &ntsync_obj_fops)
-		goto err;
-	obj = file->private_data;
-	if (obj->dev != dev)
-		goto err;
-	return obj;
+	if (file && file->f_op == &ntsync_obj_fops) {
+		struct ntsync_obj *obj = file->private_data;
 
-err:
-	fput(file);
+		if (obj->dev == dev)
+			return obj;
+	}
+	if (file)
+		fput(file);
 	return NULL;
 }
 
@@ -751,7 +726,7 @@ static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
 		return -EFAULT;
 
 	for (i = 0; i < args->count; i++) {
-		obj = ntsync_get_obj(dev, fds[i]);
+		obj = ntsync_obj_get(dev, fds[i]);
 		if (!obj)
 			goto err;
 		objs[n++] = obj;
@@ -763,11 +738,11 @@ static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
 	}
 
 	if (args->alert) {
-		obj = ntsync_get_obj(dev, args->alert);
+		obj = ntsync_obj_get(dev, args->alert);
 		if (!obj)
 			goto err;
 		objs[n++] = obj;
-		if (obj->type != NTSYNC_TYPE_EVENT)
+		if (obj->kind != NTSYNC_EVENT)
 			goto err;
 		for (j = 0; all && j < args->count; j++) {
 			if (objs[j] == obj)
@@ -1135,11 +1110,11 @@ out:
 	return ret;
 }
 
-static int ntsync_char_open(struct inode *inode, struct file *file)
+static int ntsync_dev_open(struct inode *inode, struct file *file)
 {
 	struct ntsync_device *dev;
 
-	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
+	dev = kzalloc_obj(*dev, GFP_KERNEL_ACCOUNT);
 	if (!dev)
 		return -ENOMEM;
 	mutex_init(&dev->wait_all_lock);
@@ -1148,7 +1123,8 @@ static int ntsync_char_open(struct inode *inode, struct file *file)
 	return nonseekable_open(inode, file);
 }
 
-static int ntsync_char_release(struct inode *inode, struct file *file)
+/* Every object holds a reference to the device file: none is left. */
+static int ntsync_dev_release(struct inode *inode, struct file *file)
 {
 	struct ntsync_device *dev = file->private_data;
 
@@ -1157,40 +1133,40 @@ static int ntsync_char_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static long ntsync_char_ioctl(struct file *file, unsigned int cmd,
-			      unsigned long parm)
+/* The device ioctls: the waits, which are the hot path, then the creates. */
+static long ntsync_dev_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long uarg)
 {
 	struct ntsync_device *dev = file->private_data;
-	void __user *argp = (void __user *)parm;
+	void __user *p = (void __user *)uarg;
 
 	switch (cmd) {
-	case NTSYNC_IOC_CREATE_SEM:
-		return ntsync_create_sem(dev, argp);
-	case NTSYNC_IOC_CREATE_MUTEX:
-		return ntsync_create_mutex(dev, argp);
-	case NTSYNC_IOC_CREATE_EVENT:
-		return ntsync_create_event(dev, argp);
 	case NTSYNC_IOC_WAIT_ANY:
-		return ntsync_wait_any(dev, argp);
+		return ntsync_wait_any(dev, p);
 	case NTSYNC_IOC_WAIT_ALL:
-		return ntsync_wait_all(dev, argp);
-	default:
-		return -ENOIOCTLCMD;
+		return ntsync_wait_all(dev, p);
+	case NTSYNC_IOC_CREATE_SEM:
+		return ntsync_create(dev, NTSYNC_SEM, p);
+	case NTSYNC_IOC_CREATE_MUTEX:
+		return ntsync_create(dev, NTSYNC_MUTEX, p);
+	case NTSYNC_IOC_CREATE_EVENT:
+		return ntsync_create(dev, NTSYNC_EVENT, p);
 	}
+	return -ENOIOCTLCMD;
 }
 
-static const struct file_operations ntsync_fops = {
+static const struct file_operations ntsync_dev_fops = {
 	.owner		= THIS_MODULE,
-	.open		= ntsync_char_open,
-	.release	= ntsync_char_release,
-	.unlocked_ioctl	= ntsync_char_ioctl,
+	.open		= ntsync_dev_open,
+	.release	= ntsync_dev_release,
+	.unlocked_ioctl	= ntsync_dev_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
 static struct miscdevice ntsync_misc = {
 	.minor		= MISC_DYNAMIC_MINOR,
 	.name		= NTSYNC_NAME,
-	.fops		= &ntsync_fops,
+	.fops		= &ntsync_dev_fops,
 	.mode		= 0666,
 };
 
