@@ -133,7 +133,8 @@ static int cmp_entry(const void *a, const void *b)
 	return x->op < y->op ? -1 : x->op > y->op;
 }
 
-static void make_key(uint32_t *key, const uint64_t *lin, uint32_t nw, const struct ntm_obj *st, uint32_t nobj)
+static void make_key(uint32_t *key, const uint64_t *lin, uint32_t nw, const struct ntm_obj *st, uint32_t nobj,
+		     uint64_t pres)
 {
 	uint32_t k = 0, dead = 0;
 
@@ -144,17 +145,27 @@ static void make_key(uint32_t *key, const uint64_t *lin, uint32_t nw, const stru
 	for (uint32_t i = 0; i < nobj; i++) {
 		key[k++] = st[i].v[0];
 		key[k++] = st[i].v[1];
-		dead |= (uint32_t)st[i].abandoned << i;
+		dead |= (uint32_t)st[i].abandoned << i | (uint32_t)st[i].pulsed << (16 + i);
 	}
-	key[k] = dead;
+	key[k++] = dead;
+	key[k++] = (uint32_t)pres;
+	key[k] = (uint32_t)(pres >> 32);
 }
 
-struct frame { uint32_t op; struct ntm_obj st[NTL_MAX_OBJ]; };
+static bool any_pulsed(const struct ntm_obj *st, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (st[i].pulsed)
+			return true;
+	return false;
+}
+
+struct frame { uint32_t op; uint64_t pres; struct ntm_obj st[NTL_MAX_OBJ]; };
 
 static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_states, uint64_t *states)
 {
 	uint32_t n = h->nops, nw = (n + 63) / 64, head = 0, tail = 2 * n + 1;
-	uint32_t *next = NULL, *prev = NULL, *call_node = NULL, *ret_node = NULL, key[2 * W64 + 2 * NTL_MAX_OBJ + 1];
+	uint32_t *next = NULL, *prev = NULL, *call_node = NULL, *ret_node = NULL, key[2 * W64 + 2 * NTL_MAX_OBJ + 3];
 	struct entry *ev = NULL;
 	struct frame *stack = NULL;
 	uint64_t lin[W64] = { 0 };
@@ -162,12 +173,13 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 	struct memo memo;
 	enum ntl_verdict v = NTL_GAVE_UP;
 	uint32_t depth = 0, cur, need = 0, done = 0;
+	uint64_t pres = 0;	/* a pulse in progress: it can wake waits invoked before this */
 
 	for (uint32_t i = 0; i < n; i++)
 		need += !h->ops[i].whatever;
 	if (need == 0)
 		return NTL_OK;
-	if (!memo_init(&memo, 2 * nw + 2 * h->nobj + 1))
+	if (!memo_init(&memo, 2 * nw + 2 * h->nobj + 3))
 		goto out;
 	ev = malloc(2 * n * sizeof(*ev));
 	next = malloc((2 * n + 2) * sizeof(*next));
@@ -203,40 +215,66 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 		/* which op and kind is node? call_node/ret_node invert the order */
 		i = ev[node - 1].op;
 		if (ev[node - 1].call) {
-			struct ntm_obj tmp[NTL_MAX_OBJ];
-			struct ntm_ret r;
+			const struct ntl_op *op = &h->ops[i];
+			bool wait = op->call.op == NTM_OP_WAIT_ANY || op->call.op == NTM_OP_WAIT_ALL;
+			bool woken = wait && any_pulsed(st, h->nobj) && op->inv <= pres, taken = false;
 
-			memcpy(tmp, st, h->nobj * sizeof(st[0]));
-			ntm_apply(tmp, &h->ops[i].call, &r);
-			if (h->ops[i].whatever || ntm_ret_equal(&h->ops[i].call, &r, &h->ops[i].ret)) {
+			/*
+			 * A wait in progress during a pulse may be woken by it, or
+			 * not: variant 0 sees the pulse (only for a wait that began
+			 * before the pulse returned), variant 1 does not.  The memo
+			 * table keeps a variant from being tried twice here.
+			 */
+			for (int variant = woken ? 0 : 1; variant < 2 && !taken; variant++) {
+				struct ntm_obj tmp[NTL_MAX_OBJ];
+				struct ntm_ret r;
+				uint64_t npres = pres;
 				int ins;
 
+				memcpy(tmp, st, h->nobj * sizeof(st[0]));
+				if (variant == 1)
+					for (uint32_t k = 0; k < h->nobj; k++)
+						tmp[k].pulsed = false;
+				ntm_apply(tmp, &op->call, &r);
+				ntm_settle(tmp, h->nobj, &op->call, &r);
+				if (op->call.op == NTM_OP_EVENT_PULSE && r.ret == 0)
+					npres = op->whatever ? UINT64_MAX : op->res;
+				if (!any_pulsed(tmp, h->nobj))
+					npres = 0;
+				if (!op->whatever && !ntm_ret_equal(&op->call, &r, &op->ret))
+					continue;
 				lin[i / 64] |= 1ull << (i % 64);
-				make_key(key, lin, nw, tmp, h->nobj);
+				make_key(key, lin, nw, tmp, h->nobj, npres);
 				ins = memo_insert(&memo, key);
 				if (ins < 0)
 					goto out;
-				if (ins) {
-					if (++*states > max_states)
-						goto out;
-					stack[depth].op = i;
-					memcpy(stack[depth].st, st, h->nobj * sizeof(st[0]));
-					depth++;
-					memcpy(st, tmp, h->nobj * sizeof(st[0]));
-					done += !h->ops[i].whatever;
-					if (done == need)
-						break;	/* the rest may never have happened */
-					/* lift: take the call's two entries out of the list */
-					next[prev[call_node[i]]] = next[call_node[i]];
-					prev[next[call_node[i]]] = prev[call_node[i]];
-					next[prev[ret_node[i]]] = next[ret_node[i]];
-					prev[next[ret_node[i]]] = prev[ret_node[i]];
-					cur = next[head];
+				if (!ins) {
+					lin[i / 64] &= ~(1ull << (i % 64));
 					continue;
 				}
-				lin[i / 64] &= ~(1ull << (i % 64));
+				if (++*states > max_states)
+					goto out;
+				stack[depth].op = i;
+				stack[depth].pres = pres;
+				memcpy(stack[depth].st, st, h->nobj * sizeof(st[0]));
+				depth++;
+				memcpy(st, tmp, h->nobj * sizeof(st[0]));
+				pres = npres;
+				done += !op->whatever;
+				taken = true;
 			}
-			cur = next[cur];
+			if (!taken) {
+				cur = next[cur];
+				continue;
+			}
+			if (done == need)
+				break;	/* the rest may never have happened */
+			/* lift: take the call's two entries out of the list */
+			next[prev[call_node[i]]] = next[call_node[i]];
+			prev[next[call_node[i]]] = prev[call_node[i]];
+			next[prev[ret_node[i]]] = next[ret_node[i]];
+			prev[next[ret_node[i]]] = prev[ret_node[i]];
+			cur = next[head];
 		} else {
 			/* a return reached: its call cannot be linearized later; back up */
 			if (depth == 0) {
@@ -246,6 +284,7 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 			depth--;
 			i = stack[depth].op;
 			done -= !h->ops[i].whatever;
+			pres = stack[depth].pres;
 			memcpy(st, stack[depth].st, h->nobj * sizeof(st[0]));
 			lin[i / 64] &= ~(1ull << (i % 64));
 			/* unlift, in the reverse order of the lift */
@@ -253,7 +292,8 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 			prev[next[ret_node[i]]] = ret_node[i];
 			next[prev[call_node[i]]] = call_node[i];
 			prev[next[call_node[i]]] = call_node[i];
-			cur = next[call_node[i]];
+			/* the same call again: its other variant, if any, is still untried */
+			cur = call_node[i];
 		}
 	}
 	v = NTL_OK;
@@ -475,6 +515,7 @@ uint32_t ntl_minimize(struct ntl_history *h)
 
 			memcpy(st, h->init, sizeof(st));
 			ntm_apply(st, &h->ops[i].call, &r);
+			ntm_settle(st, h->nobj, &h->ops[i].call, &r);
 			if (!ntm_ret_equal(&h->ops[i].call, &r, &h->ops[i].ret)) {
 				h->ops[0] = h->ops[i];	/* impossible from the start: alone */
 				h->nops = 1;

@@ -121,7 +121,27 @@ long ntm_event_reset(struct ntm_obj *o, uint32_t *prev)
  */
 long ntm_event_pulse(struct ntm_obj *o, uint32_t *prev)
 {
-	return event_op(o, prev, 0);
+	long ret = event_op(o, prev, 0);
+
+	/*
+	 * Spec silent on polls: a wait whose deadline has passed but which is
+	 * still in the call when the pulse comes may be woken by it, as a
+	 * sleeping waiter is (mainline and our module queue such a poll before
+	 * giving up).  A read never sees the pulse.
+	 */
+	if (!ret)
+		o->pulsed = true;
+	return ret;
+}
+
+void ntm_settle(struct ntm_obj *st, unsigned n, const struct ntm_call *c, const struct ntm_ret *r)
+{
+	if ((c->op == NTM_OP_WAIT_ANY || c->op == NTM_OP_WAIT_ALL) && (r->ret == 0 || r->ret == -EOWNERDEAD))
+		return;	/* one more waiter woken at the pulse's instant */
+	for (unsigned i = 0; i < n; i++)
+		st[i].pulsed = false;
+	if (c->op == NTM_OP_EVENT_PULSE && r->ret == 0)
+		st[c->obj[0]].pulsed = true;	/* the pulse just made */
 }
 
 long ntm_read(const struct ntm_obj *o, enum ntm_type type, uint32_t out[2])
@@ -161,6 +181,12 @@ bool ntm_signaled(const struct ntm_obj *o, uint32_t owner)
 	}
 }
 
+/* Can a wait take o now: signaled, or an event being pulsed? */
+static bool can_take(const struct ntm_obj *o, uint32_t owner)
+{
+	return ntm_signaled(o, owner) || (o->type == NTM_EVENT && o->pulsed);
+}
+
 /* Acquire a signaled object; true when it was an abandoned mutex. */
 static bool acquire(struct ntm_obj *o, uint32_t owner)
 {
@@ -179,8 +205,10 @@ static bool acquire(struct ntm_obj *o, uint32_t owner)
 		o->mutex.count++;
 		break;
 	case NTM_EVENT:
-		if (!o->event.manual)	/* "An auto-reset event is acquired by designaling it" */
+		if (!o->event.manual) {	/* "An auto-reset event is acquired by designaling it" */
 			o->event.signaled = 0;
+			o->pulsed = false;	/* a pulse wakes one waiter of an auto-reset event */
+		}
 		break;
 	default:
 		break;
@@ -220,7 +248,7 @@ static long wait_check(const struct ntm_wait *w, bool all)
 /* The alert, when the objects gave nothing: index = count. */
 static long take_alert(const struct ntm_wait *w, uint32_t *index)
 {
-	if (w->has_alert && ntm_signaled(w->alert, w->owner)) {
+	if (w->has_alert && can_take(w->alert, w->owner)) {
 		acquire(w->alert, w->owner);
 		*index = w->count;	/* doc: "If alert was signaled instead, this contains count" */
 		return 0;
@@ -244,7 +272,7 @@ long ntm_wait_any(const struct ntm_wait *w, uint32_t *index)
 	 * corresponding to that object".
 	 */
 	for (i = 0; i < w->count; i++) {
-		if (ntm_signaled(w->objs[i], w->owner)) {
+		if (can_take(w->objs[i], w->owner)) {
 			*index = i;
 			/* "If an abandoned mutex is acquired, the ioctl fails with EOWNERDEAD" */
 			return acquire(w->objs[i], w->owner) ? -EOWNERDEAD : 0;
@@ -263,7 +291,7 @@ long ntm_wait_all(const struct ntm_wait *w, uint32_t *index)
 	if (ret)
 		return ret;
 	for (i = 0; i < w->count; i++)
-		if (!ntm_signaled(w->objs[i], w->owner))
+		if (!can_take(w->objs[i], w->owner))
 			return take_alert(w, index);
 	/*
 	 * All signaled (with count 0: all of no objects, success at once,
@@ -360,8 +388,7 @@ bool ntm_call_is_pure(const struct ntm_obj *st, const struct ntm_call *c, const 
 	switch (c->op) {
 	case NTM_OP_SEM_RELEASE: return c->arg == 0;
 	case NTM_OP_EVENT_SET: return r->out[0] == 1;
-	case NTM_OP_EVENT_RESET:
-	case NTM_OP_EVENT_PULSE: return r->out[0] == 0;
+	case NTM_OP_EVENT_RESET: return r->out[0] == 0;
 	case NTM_OP_WAIT_ANY:
 		/* taking a manual-reset event changes nothing */
 		if (r->ret)

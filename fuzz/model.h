@@ -34,6 +34,11 @@ enum ntm_type { NTM_NONE, NTM_SEM, NTM_MUTEX, NTM_EVENT };
 struct ntm_obj {
 	enum ntm_type type;
 	bool abandoned;		/* mutex only: killed and not yet reacquired */
+	/*
+	 * event only: pulsed by the call just made, so that waits made at that
+	 * instant may take it (see ntm_event_pulse()); ntm_settle() clears it.
+	 */
+	bool pulsed;
 	/* v[] holds the fields in the order of the read ioctl's struct */
 	union {
 		struct { uint32_t count, max; } sem;
@@ -66,8 +71,9 @@ long ntm_event_pulse(struct ntm_obj *o, uint32_t *prev);
  */
 long ntm_read(const struct ntm_obj *o, enum ntm_type type, uint32_t out[2]);
 
-/* Is o signaled for a wait on behalf of owner? */
+/* Is o signaled for a wait on behalf of owner? (a pulse is not) */
 bool ntm_signaled(const struct ntm_obj *o, uint32_t owner);
+
 
 /*
  * --- waits (as polls) ---------------------------------------------------
@@ -119,6 +125,16 @@ struct ntm_ret {
 	int32_t ret;		/* 0 or -errno */
 	uint32_t out[2];	/* prev / index / the read's two fields */
 };
+
+/*
+ * A pulse wakes the waits in progress at its instant, though the event is
+ * never signaled for anyone else: in a history, the waits linearized right
+ * after a pulse may take the pulsed event (an auto-reset one once).  After
+ * any other call the pulse is over: ntm_settle(st, n, c, r), called after
+ * each ntm_apply() of c, ends every pulse but c's own, or keeps them all
+ * when c was a wait that acquired.
+ */
+void ntm_settle(struct ntm_obj *st, unsigned n, const struct ntm_call *c, const struct ntm_ret *r);
 
 /* Apply call to the states st[]; returns r->ret. */
 long ntm_apply(struct ntm_obj *st, const struct ntm_call *c, struct ntm_ret *r);

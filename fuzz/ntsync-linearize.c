@@ -145,6 +145,8 @@ static void fake_perform(struct ntl_op *op)
 				one.obj[0] = (int8_t)o;
 				one.alert = i < c->nobj ? -1 : (int8_t)o;
 				ntm_apply(S->fake, &one, &op->ret);
+				for (int k = 0; k < NOBJ; k++)
+					S->fake[k].pulsed = false;
 				if (op->ret.out[0] == 0 && i < c->nobj) {
 					/* the lowest index of that object */
 					int j = 0;
@@ -165,6 +167,9 @@ static void fake_perform(struct ntl_op *op)
 	} else {
 		pthread_mutex_lock(&S->fake_lock);
 		ntm_apply(S->fake, c, &op->ret);
+		ntm_settle(S->fake, NOBJ, c, &op->ret);	/* nobody waits in the fake */
+		for (int o = 0; o < NOBJ; o++)
+			S->fake[o].pulsed = false;
 		pthread_mutex_unlock(&S->fake_lock);
 	}
 	op->res = now_ns();

@@ -253,6 +253,34 @@ static void mutex_owner_and_abandonment_are_followed(void **s)
 	assert_int_equal(check(), NTL_VIOLATION);
 }
 
+/*
+ * A pulse wakes the waits in progress at its instant (also polls: the
+ * driver queues them before it gives up), never a call made after it, and
+ * a read never sees it.
+ */
+static void pulse_wakes_only_waits_in_progress(void **s)
+{
+	int e, a;
+
+	(void)s;
+	begin();
+	e = event(0, 0);
+	a = sem(1, 1);
+	op1(1, 10, 20, NTM_OP_EVENT_PULSE, e, 0, 0, 0, 0);
+	poll(2, 0, 30, false, (int[]){ e, a, -1 }, -1, 2, 0, 0);	/* woken through e */
+	assert_int_equal(check(), NTL_OK);
+	H.ops[1].inv = 25;	/* began after the pulse returned: it cannot */
+	assert_int_equal(check(), NTL_VIOLATION);
+	H.ops[1].inv = 0;
+	poll(3, 0, 30, false, (int[]){ e, -1 }, -1, 3, 0, 0);	/* auto-reset: one waiter only */
+	assert_int_equal(check(), NTL_VIOLATION);
+	H.ops[2].ret.ret = -ETIMEDOUT;
+	op1(4, 12, 18, NTM_OP_EVENT_READ, e, 0, 0, 0, 0);	/* a read sees it unsignaled */
+	assert_int_equal(check(), NTL_OK);
+	H.ops[3].ret.out[1] = 1;
+	assert_int_equal(check(), NTL_VIOLATION);
+}
+
 static void independent_objects_are_checked_as_separate_parts(void **s)
 {
 	struct ntl_stats st = { 0 };
@@ -386,6 +414,8 @@ static void random_linearizable_history_is_accepted(void **s)
 							o->call.alert = -1;
 			}
 			ntm_apply(st, &o->call, &o->ret);
+			for (int k = 0; k < 6; k++)	/* nobody is woken by a pulse here */
+				st[k].pulsed = false;
 			/* the point t lies in [inv, res]; intervals up to 4 calls wide */
 			o->inv = t - rnd(250);
 			o->res = t + 1 + rnd(250);
@@ -414,6 +444,7 @@ int main(void)
 		cmocka_unit_test_setup_x(duplicate_object_reported_at_its_later_index_is_rejected),
 		cmocka_unit_test_setup_x(wait_all_is_atomic_across_its_objects),
 		cmocka_unit_test_setup_x(mutex_owner_and_abandonment_are_followed),
+		cmocka_unit_test_setup_x(pulse_wakes_only_waits_in_progress),
 		cmocka_unit_test_setup_x(independent_objects_are_checked_as_separate_parts),
 		cmocka_unit_test_setup_x(search_budget_is_reported_as_gave_up),
 		cmocka_unit_test_setup_x(minimize_keeps_the_core_of_the_non_atomic_poll),

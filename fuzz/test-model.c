@@ -361,6 +361,34 @@ static void event_pulse_leaves_event_unsignaled(void **s)
 	assert_int_equal(m.event.signaled, 0);
 }
 
+static void pulse_is_seen_by_waits_at_its_instant_only(void **s)
+{
+	struct ntm_obj st[2] = { event(0, 0), sem(0, 1) };
+	struct ntm_call pulse = { .op = NTM_OP_EVENT_PULSE, .nobj = 1, .alert = -1, .obj = { 0 } };
+	struct ntm_call any = { .op = NTM_OP_WAIT_ANY, .nobj = 2, .alert = -1, .obj = { 1, 0 }, .arg = 1 };
+	struct ntm_call rd = { .op = NTM_OP_EVENT_READ, .nobj = 1, .alert = -1, .obj = { 0 } };
+	struct ntm_ret r;
+
+	(void)s;
+	ntm_apply(st, &pulse, &r);
+	ntm_settle(st, 2, &pulse, &r);
+	assert_true(st[0].pulsed);
+	assert_int_equal(st[0].event.signaled, 0);
+	ntm_apply(st, &any, &r);	/* a waiter at the pulse's instant */
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.out[0], 1);
+	ntm_settle(st, 2, &any, &r);
+	assert_false(st[0].pulsed);	/* auto-reset: that was the one */
+	ntm_apply(st, &any, &r);
+	assert_int_equal(r.ret, -ETIMEDOUT);
+	ntm_apply(st, &pulse, &r);
+	ntm_settle(st, 2, &pulse, &r);
+	ntm_apply(st, &rd, &r);	/* "a simultaneous read ... unsignaled" */
+	assert_int_equal(r.out[1], 0);
+	ntm_settle(st, 2, &rd, &r);
+	assert_false(st[0].pulsed);	/* the pulse is over */
+}
+
 /* ============================================================== WAIT_ANY */
 
 static void wait_any_acquires_only_one_of_several_signaled(void **s)
@@ -714,6 +742,7 @@ int main(void)
 		cmocka_unit_test(manual_event_is_not_affected_by_acquisition),
 		cmocka_unit_test(event_set_reset_pulse_return_previous_state),
 		cmocka_unit_test(event_pulse_leaves_event_unsignaled),
+		cmocka_unit_test(pulse_is_seen_by_waits_at_its_instant_only),
 		cmocka_unit_test(wait_any_acquires_only_one_of_several_signaled),
 		cmocka_unit_test(wait_any_takes_lowest_signaled_index_of_mixed_types),
 		cmocka_unit_test(wait_any_same_object_twice_reports_lowest_index),
