@@ -52,6 +52,7 @@ else
 	if ntsync-bench --runs 7 --budget 100 --only wine.wait --json="$OUT/wine.json" \
 		>"$OUT/wine.log" 2>&1; then
 		cat "$OUT/wine.log" >>"$OUT/job.log"
+		grep -E '^wine\.wait\.' "$OUT/wine.log" | while IFS= read -r l; do say "  $l"; done
 		read -r _ drv srv ratio runs sd ss < <(bench_summary "$OUT/wine.json" | grep '^ratio ') || true
 		if [ -n "${ratio:-}" ]; then
 			say "Without ntsync, every Windows wait in Wine is a request to the wineserver process"
