@@ -366,6 +366,20 @@ static void juggle_call(struct rng *r, struct ntm_call *c, int w, uint32_t step)
 		c->obj[0] = (int8_t)(4 + rbelow(r, 2));
 		return;
 	}
+	if (rbelow(r, 2)) {
+		/*
+		 * Both juggled events with the auto-reset ones between them
+		 * (nobody sets those in this mix): the longest look from one
+		 * to the other.
+		 */
+		static const int8_t fwd[4] = { 4, 6, 7, 5 }, back[4] = { 5, 7, 6, 4 };
+
+		c->op = NTM_OP_WAIT_ANY;
+		c->arg = owner_of(w);
+		c->nobj = 4;
+		memcpy(c->obj, rbelow(r, 2) ? fwd : back, 4);
+		return;
+	}
 	poll_call(r, c, w, false, pool, rbelow(r, 3) ? 2 : 6);
 	if (rbelow(r, 4) == 0) {
 		/* one event in objs, the other as alert */
