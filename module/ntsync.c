@@ -238,8 +238,12 @@ static void ntsync_assert_held(struct ntsync_obj *obj)
 		lockdep_assert_held(&obj->lock);
 }
 
-/* Could a wait on behalf of @owner acquire @obj now? */
-static bool ntsync_signaled(const struct ntsync_obj *obj, __u32 owner)
+/*
+ * Could a wait on behalf of @owner acquire @obj now?  Inlined: the lock-free
+ * look calls it for every object of a wait.
+ */
+static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
+					    __u32 owner)
 {
 	const union ntsync_state *s = &obj->s;
 
@@ -363,9 +367,9 @@ static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 }
 
 /*
- * The object ioctls.  The dispatcher has checked that the command is meant
- * for this kind of object, so each handler only copies in, changes the
- * state under the object's lock and copies out.
+ * The object ioctls.  The dispatcher has picked the handler by the
+ * object's kind, so each handler only copies in, changes the state under
+ * the object's lock and copies out.
  */
 
 /* SEM_RELEASE: add to the count, unless that passes the maximum. */
@@ -487,9 +491,9 @@ static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out)
 /*
  * The ABI numbers its fourteen ioctls 0x80 to 0x8d without a gap.  This
  * table says, by number, which exact command (direction and size
- * included) each is and what it acts on, so that the dispatchers check
- * the object's kind in one place: a command for another kind of object is
- * EINVAL, anything else they do not know ENOTTY.
+ * included) each is and what it acts on.  The dispatchers need it only to
+ * tell a command meant for another kind of object (EINVAL) from one that
+ * is none of the ABI's (ENOTTY).
  */
 #define NTSYNC_NR_FIRST		0x80
 #define NTSYNC_ON_DEVICE	0xff
@@ -514,44 +518,55 @@ static const struct {
 	{ NTSYNC_IOC_EVENT_READ,	NTSYNC_EVENT },
 };
 
-/* What @cmd acts on, or -1 if it is none of the ABI's commands. */
-static int ntsync_cmd_target(unsigned int cmd)
+/* The error for a command that an object of this kind does not take. */
+static long ntsync_obj_refuse(unsigned int cmd)
 {
 	unsigned int i = _IOC_NR(cmd) - NTSYNC_NR_FIRST;
 
-	if (i >= ARRAY_SIZE(ntsync_cmds) || ntsync_cmds[i].cmd != cmd)
-		return -1;
-	return ntsync_cmds[i].on;
+	if (i < ARRAY_SIZE(ntsync_cmds) && ntsync_cmds[i].cmd == cmd &&
+	    ntsync_cmds[i].on != NTSYNC_ON_DEVICE)
+		return -EINVAL;
+	return -ENOIOCTLCMD;
 }
 
+/*
+ * Object ioctls go by the object's kind first, so that each kind's few
+ * commands are checked in one place and the handlers need not check the
+ * kind again.
+ */
 static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long uarg)
 {
 	struct ntsync_obj *obj = file->private_data;
 	void __user *p = (void __user *)uarg;
-	int target = ntsync_cmd_target(cmd);
 
-	if (target < 0 || target == NTSYNC_ON_DEVICE)
-		return -ENOIOCTLCMD;
-	if (target != obj->kind)
-		return -EINVAL;
-
-	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(NTSYNC_IOC_SEM_RELEASE):
-		return ntsync_sem_release(obj, p);
-	case _IOC_NR(NTSYNC_IOC_MUTEX_UNLOCK):
-		return ntsync_mutex_drop(obj, p, false);
-	case _IOC_NR(NTSYNC_IOC_MUTEX_KILL):
-		return ntsync_mutex_drop(obj, p, true);
-	case _IOC_NR(NTSYNC_IOC_EVENT_SET):
-		return ntsync_event_change(obj, p, true, false);
-	case _IOC_NR(NTSYNC_IOC_EVENT_RESET):
-		return ntsync_event_change(obj, p, false, true);
-	case _IOC_NR(NTSYNC_IOC_EVENT_PULSE):
-		return ntsync_event_change(obj, p, true, true);
-	default:	/* the three reads */
-		return ntsync_obj_read(obj, p);
+	switch (obj->kind) {
+	case NTSYNC_SEM:
+		if (cmd == NTSYNC_IOC_SEM_RELEASE)
+			return ntsync_sem_release(obj, p);
+		if (cmd == NTSYNC_IOC_SEM_READ)
+			return ntsync_obj_read(obj, p);
+		break;
+	case NTSYNC_MUTEX:
+		if (cmd == NTSYNC_IOC_MUTEX_UNLOCK)
+			return ntsync_mutex_drop(obj, p, false);
+		if (cmd == NTSYNC_IOC_MUTEX_KILL)
+			return ntsync_mutex_drop(obj, p, true);
+		if (cmd == NTSYNC_IOC_MUTEX_READ)
+			return ntsync_obj_read(obj, p);
+		break;
+	case NTSYNC_EVENT:
+		if (cmd == NTSYNC_IOC_EVENT_SET)
+			return ntsync_event_change(obj, p, true, false);
+		if (cmd == NTSYNC_IOC_EVENT_RESET)
+			return ntsync_event_change(obj, p, false, true);
+		if (cmd == NTSYNC_IOC_EVENT_PULSE)
+			return ntsync_event_change(obj, p, true, true);
+		if (cmd == NTSYNC_IOC_EVENT_READ)
+			return ntsync_obj_read(obj, p);
+		break;
 	}
+	return ntsync_obj_refuse(cmd);
 }
 
 /* /proc/PID/fdinfo/N: what a hung game's objects are doing. */
