@@ -55,15 +55,21 @@
  * objects: looked at one after another, one object can become signaled
  * behind the look while another stops being signaled ahead of it.
  *
- * So every object counts its signals: ntsync_obj.signals is incremented,
- * under the object's lock, after every change that can make it signaled
- * (release, unlock, kill, set, pulse), before any waiter is handed the
- * object.  The look reads each object's count before its state; a poll
- * that found nothing then reads the counts again.  If none changed, no
- * object became signaled while it was looked at, so at the instant between
- * the two reads every object was in the state the look saw: unsignaled,
- * and the time-out is correct.  If one changed, the poll does what a
- * sleeping wait does: it queues on every object in order, taking the first
+ * So every object counts its signals, as a sequence count does: under the
+ * object's lock, ntsync_obj.signals is made odd before every change that
+ * can make it signaled (release, unlock, kill, set, pulse) and even again
+ * after it, before any waiter is handed the object.  The look reads each
+ * object's count before its state, and an odd count means that a change
+ * is under way; a poll that found nothing then reads the counts again.  If
+ * every count was even and none changed, no change that signals began or
+ * ended on any object between its look and the second read, so at the
+ * instant between the last look and the first second read every object
+ * was in the state the look saw: unsignaled, and the time-out is correct.
+ * (One increment after the change would not do: a change made just after
+ * the look and counted only after the second read would go unseen.)
+ *
+ * If one changed, or a count was odd, the poll does what a sleeping wait
+ * does: it queues on every object in order, taking the first
  * that is signaled, and times out only if queueing found none; a queued
  * waiter is handed every object that becomes signaled, so at the end of
  * queueing none was.  The alert is taken by the look only under the same
@@ -145,7 +151,7 @@ union ntsync_state {
  *
  * @lock:        protects @s, @abandoned and @any_waiters; with
  *               wait_all_lock also @all_hint.
- * @signals:     incremented after every change that can signal @s; @lock.
+ * @signals:     odd during every change that can signal @s; @lock.
  *               Read without locks (see "Looking without locks").
  * @all_hint:    number of entries on @all_waiters; nonzero means that @s
  *               is accessed only with the instance's wait_all_lock held.
@@ -345,16 +351,28 @@ static void ntsync_wake_all_state(struct ntsync_device *dev,
 }
 
 /*
- * The caller has just made @obj more signaled: count it for lock-free
- * lookers, then wake whom it can satisfy, wait-all waiters first.  @all
- * says whether the caller holds wait_all_lock.
+ * The caller is about to make @obj more signaled: make its signal count
+ * odd for lock-free lookers (see "Looking without locks").
+ */
+static void ntsync_signal_begin_state(struct ntsync_obj *obj)
+{
+	lockdep_assert_held(&obj->lock);
+	WRITE_ONCE(obj->signals, obj->signals + 1);
+	/* the odd count before the new state: pairs with ntsync_look_signals() */
+	smp_wmb();
+}
+
+/*
+ * The caller has just made @obj more signaled: make its signal count even
+ * again, then wake whom it can satisfy, wait-all waiters first.  @all says
+ * whether the caller holds wait_all_lock.
  */
 static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 {
 	struct ntsync_q_entry *entry;
 
 	lockdep_assert_held(&obj->lock);
-	/* the new state before the count: pairs with ntsync_look_signals() */
+	/* the new state before the even count: pairs with ntsync_unchanged() */
 	smp_wmb();
 	WRITE_ONCE(obj->signals, obj->signals + 1);
 
@@ -386,6 +404,7 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 	before = s->count;
 	fits = add <= s->max - before;
 	if (fits) {
+		ntsync_signal_begin_state(sem);
 		s->count = before + add;
 		ntsync_wake_state(sem, all);
 	}
@@ -410,6 +429,7 @@ static int ntsync_mutex_drop_state(struct ntsync_obj *mutex, __u32 owner,
 
 	if (m->owner != owner)
 		return -EPERM;
+	ntsync_signal_begin_state(mutex);
 	*before = m->count;
 	m->count = kill ? 0 : m->count - 1;
 	if (!m->count)
@@ -462,6 +482,7 @@ static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
 	if (set) {
+		ntsync_signal_begin_state(event);
 		e->signaled = 1;
 		ntsync_wake_state(event, all);
 	}
@@ -902,7 +923,7 @@ static __u32 ntsync_lowest_index(struct ntsync_obj *const *objs, __u32 index)
 
 /*
  * The signal count of @obj, read before its state is looked at without
- * locks.
+ * locks; odd while a change that signals it is under way.
  */
 static unsigned int ntsync_look_signals(const struct ntsync_obj *obj)
 {
@@ -914,10 +935,11 @@ static unsigned int ntsync_look_signals(const struct ntsync_obj *obj)
 }
 
 /*
- * After looking at @objs[0..@n) without locks and finding none signaled:
- * did none of them change since the look read @sum, the sum of their signal
- * counts?  Then there was an instant at which none was signaled.  The sum
- * can only come back to its value after 2^32 signals within the call.
+ * After looking at @objs[0..@n) without locks, finding none signaled and
+ * every signal count even: did none of them change since the look read
+ * @sum, the sum of their counts?  Then there was an instant at which none
+ * was signaled.  Counts only grow, so the sum comes back to its value only
+ * after 2^32 changes within the call.
  */
 static bool ntsync_unchanged(struct ntsync_obj *const *objs, __u32 n,
 			     unsigned int sum)
@@ -958,6 +980,9 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 		unsigned int signals = ntsync_look_signals(obj);
 		bool ownerdead;
 
+		/* a change under way: what the look sees proves nothing */
+		if (signals & 1)
+			stale = true;
 		/* racy by design: see "Looking without locks" */
 		if (!data_race(ntsync_signaled(obj, args.owner))) {
 			sum += signals;
