@@ -953,53 +953,79 @@ static bool ntsync_unchanged(struct ntsync_obj *const *objs, __u32 n,
 	return !sum;
 }
 
+/*
+ * The lock-free look of a wait-any (see "Looking without locks"): take the
+ * lowest-indexed object that is signaled under its lock, or the alert if
+ * no object changed since it was looked at.  Returns the index taken, or
+ * -1 with *@sum the sum of the objects' signal counts and *@stale true if
+ * an object changed or was changing under the look.  Only a wait that can
+ * time out or has an alert needs the counts (@count); inlined once for
+ * each value, so that a wait without either does not pay for them.
+ */
+static __always_inline int ntsync_look(struct ntsync_obj *const *objs,
+				       __u32 n,
+				       const struct ntsync_wait_args *args,
+				       bool count, unsigned int *sum,
+				       bool *stale, bool *ownerdead)
+{
+	unsigned int total = 0;
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct ntsync_obj *obj = objs[i];
+		unsigned int signals = count ? ntsync_look_signals(obj) : 0;
+		bool all;
+
+		/* a change under way: what the look sees proves nothing */
+		if (signals & 1)
+			*stale = true;
+		/* racy by design: see "Looking without locks" */
+		if (!data_race(ntsync_signaled(obj, args->owner))) {
+			total += signals;
+			continue;
+		}
+		all = ntsync_lock_obj(obj);
+		if (ntsync_signaled(obj, args->owner) &&
+		    (i < args->count ||
+		     (!*stale && ntsync_unchanged(objs, args->count, total)))) {
+			*ownerdead = ntsync_acquire_state(obj, args->owner);
+			ntsync_unlock_obj(obj, all);
+			return i;
+		}
+		ntsync_unlock_obj(obj, all);
+		*stale = true;
+	}
+	*sum = total;
+	return -1;
+}
+
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
 	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
 	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
 	struct ntsync_wait_args args;
+	bool all, expired, ownerdead, stale = false;
+	int n, ret, signaled, taken;
 	unsigned int sum = 0;
-	bool all, expired, stale = false;
 	__u32 i, queued = 0;
 	struct ntsync_q q;
 	ktime_t deadline;
-	int n, ret, signaled;
 
 	n = ntsync_wait_get(dev, argp, &args, objs, false);
 	if (n < 0)
 		return n;
 
-	/*
-	 * Try to acquire without queueing, lowest index first: look at each
-	 * object without its lock and lock only one that looks signaled.
-	 * Any object found signaled under its lock may be taken; the alert
-	 * (index count) only if no object changed since it was looked at.
-	 */
-	for (i = 0; i < n; i++) {
-		struct ntsync_obj *obj = objs[i];
-		unsigned int signals = ntsync_look_signals(obj);
-		bool ownerdead;
-
-		/* a change under way: what the look sees proves nothing */
-		if (signals & 1)
-			stale = true;
-		/* racy by design: see "Looking without locks" */
-		if (!data_race(ntsync_signaled(obj, args.owner))) {
-			sum += signals;
-			continue;
-		}
-		all = ntsync_lock_obj(obj);
-		if (ntsync_signaled(obj, args.owner) &&
-		    (i < args.count ||
-		     (!stale && ntsync_unchanged(objs, args.count, sum)))) {
-			ownerdead = ntsync_acquire_state(obj, args.owner);
-			ntsync_unlock_obj(obj, all);
-			ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, i),
-					       ownerdead);
-			goto out;
-		}
-		ntsync_unlock_obj(obj, all);
-		stale = true;
+	/* Try to acquire without queueing, lowest index first. */
+	if (args.alert || args.timeout <= KTIME_MAX)
+		taken = ntsync_look(objs, n, &args, true, &sum, &stale,
+				    &ownerdead);
+	else
+		taken = ntsync_look(objs, n, &args, false, &sum, &stale,
+				    &ownerdead);
+	if (taken >= 0) {
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, taken),
+				       ownerdead);
+		goto out;
 	}
 
 	/* A poll that found nothing, and nothing changed meanwhile, is over. */
@@ -1070,6 +1096,7 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
 	struct ntsync_obj *alert = NULL;
 	struct ntsync_wait_args args;
+	bool alert_queued = false;
 	struct ntsync_q q;
 	ktime_t deadline;
 	int n, ret;
@@ -1102,19 +1129,24 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		list_add_tail(&q.entries[i].node, &obj->all_waiters);
 		spin_unlock(&obj->lock);
 	}
-	if (alert) {
-		spin_lock(&alert->lock);
-		list_add_tail(&q.entries[args.count].node, &alert->any_waiters);
-		spin_unlock(&alert->lock);
-	}
 
-	/* The objects come first; the alert counts only if they fail. */
+	/*
+	 * The objects come first; the alert counts only if they fail, and
+	 * is queued only then: queued earlier, a set of the alert could
+	 * claim the wait while all its objects were signaled.  Every object
+	 * stays as it is while wait_all_lock is held.
+	 */
 	ntsync_wake_all_state(dev, &q);
-	if (alert) {
+	if (alert && atomic_read(&q.signaled) == -1) {
 		spin_lock(&alert->lock);
-		if (ntsync_signaled(alert, q.owner) &&
-		    ntsync_claim(&q, args.count))
-			ntsync_acquire_state(alert, q.owner);
+		if (ntsync_signaled(alert, q.owner)) {
+			if (ntsync_claim(&q, args.count))
+				ntsync_acquire_state(alert, q.owner);
+		} else {
+			list_add_tail(&q.entries[args.count].node,
+				      &alert->any_waiters);
+			alert_queued = true;
+		}
 		spin_unlock(&alert->lock);
 	}
 
@@ -1128,7 +1160,7 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		ret = ntsync_schedule(&q, &args, deadline);
 
 	mutex_lock(&dev->wait_all_lock);
-	if (alert) {
+	if (alert_queued) {
 		spin_lock(&alert->lock);
 		list_del(&q.entries[args.count].node);
 		spin_unlock(&alert->lock);
