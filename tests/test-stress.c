@@ -771,6 +771,87 @@ TEST(wait_any_poll_never_takes_alert_while_an_object_is_signaled)
 	run_poll_race(true);
 }
 
+/*
+ * A wait-all whose objects are all signaled must take them, not its alert,
+ * whatever happens to the alert meanwhile.  One manual event, signaled
+ * for good, is the only object; the alert is another signaled manual
+ * event that a setter thread keeps setting, which wakes whatever waits on
+ * it.  Waiters wait for all (past deadlines and short ones); every return
+ * with the alert's index is a wrong result, counted and printed.
+ */
+struct all_alert_race {
+	int dev, obj, alert;
+	atomic_int stop, errors;
+	atomic_long waits, wrong_alerts;
+};
+
+static void *all_alert_setter(void *arg)
+{
+	struct all_alert_race *r = arg;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + POLL_SECONDS * NSEC_PER_SEC;
+
+	for (unsigned long i = 0; !atomic_load(&r->errors); i++) {
+		if (event_set(r->alert, NULL) < 0) {
+			atomic_fetch_add(&r->errors, 1);
+			break;
+		}
+		if (i % 256 == 0 && now_ns(CLOCK_MONOTONIC) > end)
+			break;
+	}
+	atomic_store(&r->stop, 1);
+	return NULL;
+}
+
+static void *all_alert_waiter(void *arg)
+{
+	struct all_alert_race *r = arg;
+
+	for (unsigned long i = 0; !atomic_load(&r->stop); i++) {
+		uint32_t index = POISON32;
+		uint64_t deadline = i % 2 ? 0 : now_ns(CLOCK_MONOTONIC) + 20000;
+		int ret = wait_objs(r->dev, true, &r->obj, 1, 1,
+				    (uint32_t)r->alert, 0, deadline, &index);
+
+		atomic_fetch_add(&r->waits, 1);
+		if (ret < 0) {
+			if (atomic_fetch_add(&r->errors, 1) < 5)
+				fprintf(stderr, "wait-all: %s\n", errname(errno));
+			break;
+		}
+		if (index != 0)
+			atomic_fetch_add(&r->wrong_alerts, 1);
+	}
+	return NULL;
+}
+
+TEST(wait_all_with_signaled_objects_never_takes_the_alert)
+{
+	struct all_alert_race *r = calloc(1, sizeof(*r));
+	pthread_t waiters[POLL_THREADS], setter;
+
+	assert_non_null(r);
+	r->dev = DEV_OPEN();
+	r->obj = NEW_EVENT(r->dev, 1, 1);
+	r->alert = NEW_EVENT(r->dev, 1, 1);
+	for (int i = 0; i < POLL_THREADS; i++)
+		assert_int_equal(pthread_create(&waiters[i], NULL, all_alert_waiter, r), 0);
+	assert_int_equal(pthread_create(&setter, NULL, all_alert_setter, r), 0);
+	pthread_join(setter, NULL);
+	for (int i = 0; i < POLL_THREADS; i++)
+		pthread_join(waiters[i], NULL);
+
+	print_message("%ld waits for all: %ld took the alert\n",
+		      atomic_load(&r->waits), atomic_load(&r->wrong_alerts));
+	assert_int_equal(atomic_load(&r->errors), 0);
+	assert_true(atomic_load(&r->waits) > 0);
+	assert_int_equal(atomic_load(&r->wrong_alerts), 0);
+	ASSERT_EVENT(r->obj, 1, 1);
+	close(r->alert);
+	close(r->obj);
+	close(r->dev);
+	free(r);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(mutex_contention_no_lost_or_doubled_acquisition),
 	cmocka_unit_test(semaphore_contention_respects_count),
@@ -782,6 +863,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(wait_any_event_in_objs_and_alert_races_report_objs_index),
 	cmocka_unit_test(wait_any_poll_over_events_kept_signaled_never_times_out),
 	cmocka_unit_test(wait_any_poll_never_takes_alert_while_an_object_is_signaled),
+	cmocka_unit_test(wait_all_with_signaled_objects_never_takes_the_alert),
 };
 
 NTSYNC_TEST_MAIN("stress", tests, true)
