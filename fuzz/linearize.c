@@ -225,7 +225,20 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 			 * before the pulse returned), variant 1 does not.  The memo
 			 * table keeps a variant from being tried twice here.
 			 */
-			for (int variant = woken ? 0 : 1; variant < 2 && !taken; variant++) {
+			/*
+			 * WAIT_ANY may take any one of its signaled objects: the one
+			 * it reported, or for a "whatever" call each in turn.
+			 */
+			uint32_t npick = 1, pick0 = UINT32_MAX;
+
+			if (op->call.op == NTM_OP_WAIT_ANY) {
+				if (op->whatever)
+					npick = op->call.nobj + 2u, pick0 = 0;
+				else if (op->ret.ret == 0 || op->ret.ret == -EOWNERDEAD)
+					pick0 = op->ret.out[0];
+			}
+			for (uint32_t v = (woken ? 0 : npick); v < 2 * npick && !taken; v++) {
+				uint32_t variant = v / npick, pick = pick0 == UINT32_MAX ? pick0 : pick0 + v % npick;
 				struct ntm_obj tmp[NTL_MAX_OBJ];
 				struct ntm_ret r;
 				uint64_t npres = pres;
@@ -235,7 +248,7 @@ static enum ntl_verdict search(const struct ntl_history *h, unsigned long max_st
 				if (variant == 1)
 					for (uint32_t k = 0; k < h->nobj; k++)
 						tmp[k].pulsed = false;
-				ntm_apply(tmp, &op->call, &r);
+				ntm_apply_pick(tmp, &op->call, pick, &r);
 				ntm_settle(tmp, h->nobj, &op->call, &r);
 				if (op->call.op == NTM_OP_EVENT_PULSE && r.ret == 0)
 					npres = op->whatever ? UINT64_MAX : op->res;

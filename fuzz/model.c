@@ -282,6 +282,33 @@ long ntm_wait_any(const struct ntm_wait *w, uint32_t *index)
 	return take_alert(w, index);
 }
 
+long ntm_wait_any_pick(const struct ntm_wait *w, uint32_t pick, uint32_t *index)
+{
+	long ret = wait_check(w, false);
+	uint32_t i;
+
+	if (ret)
+		return ret;
+	if (pick > w->count)
+		return ntm_wait_any(w, index);
+	if (pick == w->count) {
+		/* the alert only when no object can be taken */
+		for (i = 0; i < w->count; i++)
+			if (can_take(w->objs[i], w->owner))
+				return ntm_wait_any(w, index);
+		return take_alert(w, index);
+	}
+	/* doc: "The function only acquires one object, even if multiple
+	 * objects are signaled": any one of them; reported at its lowest index */
+	if (!can_take(w->objs[pick], w->owner))
+		return ntm_wait_any(w, index);
+	for (i = 0; i < pick; i++)
+		if (w->objs[i] == w->objs[pick])
+			return ntm_wait_any(w, index);
+	*index = pick;
+	return acquire(w->objs[pick], w->owner) ? -EOWNERDEAD : 0;
+}
+
 long ntm_wait_all(const struct ntm_wait *w, uint32_t *index)
 {
 	long ret = wait_check(w, true);
@@ -308,6 +335,11 @@ long ntm_wait_all(const struct ntm_wait *w, uint32_t *index)
 
 long ntm_apply(struct ntm_obj *st, const struct ntm_call *c, struct ntm_ret *r)
 {
+	return ntm_apply_pick(st, c, UINT32_MAX, r);
+}
+
+long ntm_apply_pick(struct ntm_obj *st, const struct ntm_call *c, uint32_t pick, struct ntm_ret *r)
+{
 	struct ntm_obj *o = c->nobj ? &st[c->obj[0]] : NULL;
 	long ret;
 
@@ -333,7 +365,7 @@ long ntm_apply(struct ntm_obj *st, const struct ntm_call *c, struct ntm_ret *r)
 
 		for (unsigned i = 0; i < c->nobj; i++)
 			objs[i] = &st[c->obj[i]];
-		ret = c->op == NTM_OP_WAIT_ANY ? ntm_wait_any(&w, &r->out[0]) : ntm_wait_all(&w, &r->out[0]);
+		ret = c->op == NTM_OP_WAIT_ALL ? ntm_wait_all(&w, &r->out[0]) : ntm_wait_any_pick(&w, pick, &r->out[0]);
 		break;
 	}
 	default:

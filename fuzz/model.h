@@ -95,6 +95,16 @@ struct ntm_wait {
 
 /* 0 / -EOWNERDEAD with *index set, -ETIMEDOUT, or -EINVAL; objects changed */
 long ntm_wait_any(const struct ntm_wait *w, uint32_t *index);
+/*
+ * The spec lets WAIT_ANY acquire any one of its signaled objects ("only
+ * acquires one object, even if multiple objects are signaled");
+ * ntm_wait_any() takes the lowest index, as mainline does and as a lone
+ * thread always sees.  ntm_wait_any_pick() acquires the object at index
+ * pick where the spec allows it to be the one: it can be taken and pick is
+ * the lowest index of that object; pick == count, the alert, when no object
+ * can be taken.  Otherwise it does what ntm_wait_any() does.
+ */
+long ntm_wait_any_pick(const struct ntm_wait *w, uint32_t pick, uint32_t *index);
 long ntm_wait_all(const struct ntm_wait *w, uint32_t *index);
 
 /*
@@ -138,6 +148,8 @@ void ntm_settle(struct ntm_obj *st, unsigned n, const struct ntm_call *c, const 
 
 /* Apply call to the states st[]; returns r->ret. */
 long ntm_apply(struct ntm_obj *st, const struct ntm_call *c, struct ntm_ret *r);
+/* The same, WAIT_ANY taking the object at index pick (ntm_wait_any_pick()). */
+long ntm_apply_pick(struct ntm_obj *st, const struct ntm_call *c, uint32_t pick, struct ntm_ret *r);
 /* Do two results of call c say the same thing (outputs that the spec defines)? */
 bool ntm_ret_equal(const struct ntm_call *c, const struct ntm_ret *a, const struct ntm_ret *b);
 /*

@@ -204,6 +204,35 @@ static void one_token_taken_twice_is_rejected(void **s)
 	assert_int_equal(check(), NTL_OK);
 }
 
+/*
+ * "only acquires one object, even if multiple objects are signaled": any
+ * one of them, at the lowest index of that object, and never the alert
+ * while an object is signaled.
+ */
+static void wait_any_may_take_any_signaled_object_at_its_lowest_index(void **s)
+{
+	int a, b, al;
+
+	(void)s;
+	begin();
+	a = sem(1, 1);
+	b = sem(1, 1);
+	al = event(1, 1);
+	poll(1, 0, 10, false, (int[]){ a, b, -1 }, -1, 1, 0, 1);	/* b, though a is signaled too */
+	op1(1, 20, 30, NTM_OP_SEM_READ, a, 0, 0, 1, 1);
+	assert_int_equal(check(), NTL_OK);
+	begin();
+	a = sem(1, 1);
+	b = sem(1, 1);
+	poll(1, 0, 10, false, (int[]){ b, a, b, -1 }, -1, 1, 0, 2);	/* b, not at its lowest index */
+	assert_int_equal(check(), NTL_VIOLATION);
+	begin();
+	a = sem(1, 1);
+	al = event(1, 1);
+	poll(1, 0, 10, false, (int[]){ a, -1 }, al, 1, 0, 1);	/* the alert while a is signaled */
+	assert_int_equal(check(), NTL_VIOLATION);
+}
+
 /* Mainline's race: [S, S] with S signaled reported as index 1. */
 static void duplicate_object_reported_at_its_later_index_is_rejected(void **s)
 {
@@ -441,6 +470,7 @@ int main(void)
 		cmocka_unit_test_setup_x(timeout_is_accepted_when_both_were_clear_at_some_instant),
 		cmocka_unit_test_setup_x(real_time_order_is_respected),
 		cmocka_unit_test_setup_x(one_token_taken_twice_is_rejected),
+		cmocka_unit_test_setup_x(wait_any_may_take_any_signaled_object_at_its_lowest_index),
 		cmocka_unit_test_setup_x(duplicate_object_reported_at_its_later_index_is_rejected),
 		cmocka_unit_test_setup_x(wait_all_is_atomic_across_its_objects),
 		cmocka_unit_test_setup_x(mutex_owner_and_abandonment_are_followed),

@@ -428,6 +428,28 @@ static void wait_any_same_object_twice_reports_lowest_index(void **s)
 	assert_int_equal(b.sem.count, 1);
 }
 
+static void wait_any_may_acquire_any_signaled_object(void **s)
+{
+	struct ntm_obj a = sem(1, 1), b = event(0, 1), al = event(1, 1), *objs[] = { &a, &b, &a };
+	struct ntm_wait w = { .count = 3, .owner = 1, .objs = objs, .has_alert = true, .alert = &al };
+	uint32_t index = POISON;
+
+	(void)s;
+	assert_int_equal(ntm_wait_any_pick(&w, 1, &index), 0);	/* b, though a is signaled */
+	assert_int_equal(index, 1);
+	assert_int_equal(b.event.signaled, 0);
+	assert_int_equal(a.sem.count, 1);
+	/* a at index 2 is a at index 0: reported at the lowest */
+	assert_int_equal(ntm_wait_any_pick(&w, 2, &index), 0);
+	assert_int_equal(index, 0);
+	a.sem.count = 1;
+	/* the alert (pick 3) only when no object can be taken */
+	assert_int_equal(ntm_wait_any_pick(&w, 3, &index), 0);
+	assert_int_equal(index, 0);
+	assert_int_equal(ntm_wait_any_pick(&w, 3, &index), 0);
+	assert_int_equal(index, 3);
+}
+
 static void wait_any_objs_have_priority_over_alert(void **s)
 {
 	struct ntm_obj a = sem(1, 1), al = event(0, 1), *objs[] = { &a };
@@ -746,6 +768,7 @@ int main(void)
 		cmocka_unit_test(wait_any_acquires_only_one_of_several_signaled),
 		cmocka_unit_test(wait_any_takes_lowest_signaled_index_of_mixed_types),
 		cmocka_unit_test(wait_any_same_object_twice_reports_lowest_index),
+		cmocka_unit_test(wait_any_may_acquire_any_signaled_object),
 		cmocka_unit_test(wait_any_objs_have_priority_over_alert),
 		cmocka_unit_test(wait_any_alert_alone_returns_count_and_acquires_it),
 		cmocka_unit_test(wait_any_same_event_in_objs_and_alert_reports_objs_index),
