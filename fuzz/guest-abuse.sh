@@ -181,7 +181,7 @@ pattern='BUG:|WARNING:|Oops|KASAN|kmemleak:.*new suspected|possible circular loc
 # reported too: boot-fuzz --kernel kcsan judges those reports on the host
 # (one that names ntsync fails the run), so they are left out here.
 not_kcsan() {
-	if [ -d /sys/kernel/debug/kcsan ]; then grep -v 'BUG: KCSAN: '; else cat; fi
+	if [ -e /sys/kernel/debug/kcsan ]; then grep -v 'BUG: KCSAN: '; else cat; fi
 }
 if dmesg | tail -n +"$((log_lines + 1))" | not_kcsan | grep -E "$pattern"; then
 	echo "guest-abuse: the kernel log shows a report (above)"
