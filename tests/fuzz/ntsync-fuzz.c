@@ -153,27 +153,8 @@ static long xioctl(int fd, unsigned long cmd, void *arg)
 	return ret;
 }
 
-static const char *errname(long e)
-{
-	static __thread char buf[32];
-
-	switch (e) {
-	case 0: return "0";
-	case -EINVAL: return "-EINVAL";
-	case -EFAULT: return "-EFAULT";
-	case -EPERM: return "-EPERM";
-	case -ENOTTY: return "-ENOTTY";
-	case -EBADF: return "-EBADF";
-	case -EOVERFLOW: return "-EOVERFLOW";
-	case -ETIMEDOUT: return "-ETIMEDOUT";
-	case -EOWNERDEAD: return "-EOWNERDEAD";
-	case -EINTR: return "-EINTR";
-	case -ENOMEM: return "-ENOMEM";
-	case -EMFILE: return "-EMFILE";
-	}
-	snprintf(buf, sizeof(buf), "%ld", e);
-	return buf;
-}
+/* the model's errno names serve the fuzzer's messages too */
+#define errname ntm_errname
 
 /* =================================================================== model */
 
