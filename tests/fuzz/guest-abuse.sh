@@ -3,14 +3,14 @@
 # fuzzer, the concurrent fuzzer and the abuse tests, 64-bit and 32-bit, then
 # a kmemleak scan, `rmmod ntsync`, and a check of the kernel log.  Any
 # lockdep, KASAN, kmemleak, debug-objects report, BUG, WARNING or Oops fails
-# the run.  POSIX sh: it runs under busybox in an initramfs (fuzz/boot-fuzz)
+# the run.  POSIX sh: it runs under busybox in an initramfs (tests/fuzz/boot-fuzz)
 # and under Debian's dash in a cloud guest (vm/ntsync-vm exec).
 #
 #   guest-abuse.sh [--bindir DIR] [--seconds N] [--cycles N] [--seed N] [--no-rmmod]
 #                  [--suite DIR] [--linearize N] [--linearize-only]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse (and the *32 builds from
-#                 fuzz/build-static) are; default: next to this script, else PATH
+#                 tests/fuzz/build-static) are; default: next to this script, else PATH
 #   --seconds N   fuzzing time in seconds, split over the fuzz runs (default 600)
 #   --cycles N    create/close cycles for the abuse test (default 1000000; under
 #                 TCG, where one cycle costs ~100x more, pass ~100000 and say so)
@@ -65,7 +65,7 @@ abuse32=$(find_bin ntsync-abuse32)
 lin=$(find_bin ntsync-linearize)
 lin32=$(find_bin ntsync-linearize32)
 if [ -z "$fuzz" ] || [ -z "$abuse" ]; then
-	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with fuzz/build-static DIR and pass --bindir DIR" >&2
+	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with tests/fuzz/build-static DIR and pass --bindir DIR" >&2
 	exit 2
 fi
 if [ ! -c /dev/ntsync ]; then

@@ -1,4 +1,4 @@
-# Sort the KCSAN reports of a console log (fuzz/boot-fuzz --kernel kcsan):
+# Sort the KCSAN reports of a console log (tests/fuzz/boot-fuzz --kernel kcsan):
 # a report is in ntsync's code when the first frame of either racing access
 # is in the module ([ntsync]); one whose accesses are both in the kernel but
 # whose stacks pass through ntsync is the kernel's own, reached through it
