@@ -47,6 +47,8 @@
 #include <linux/futex.h>
 #include <linux/ntsync.h>
 
+#include "ntsync-raw.h"
+
 #ifndef NTSYNC_BENCH_VERSION
 #define NTSYNC_BENCH_VERSION "unknown"
 #endif
@@ -132,8 +134,7 @@ static int g_dev = -1;		/* /dev/ntsync, or -1 */
 
 static int nt_create_sem(uint32_t count, uint32_t max)
 {
-	struct ntsync_sem_args a = { .count = count, .max = max };
-	int fd = ioctl(g_dev, NTSYNC_IOC_CREATE_SEM, &a);
+	int fd = ntr_create_sem(g_dev, count, max);
 
 	if (fd < 0)
 		die("NTSYNC_IOC_CREATE_SEM: %s", strerror(errno));
@@ -142,8 +143,7 @@ static int nt_create_sem(uint32_t count, uint32_t max)
 
 static int nt_create_mutex(uint32_t owner, uint32_t count)
 {
-	struct ntsync_mutex_args a = { .owner = owner, .count = count };
-	int fd = ioctl(g_dev, NTSYNC_IOC_CREATE_MUTEX, &a);
+	int fd = ntr_create_mutex(g_dev, owner, count);
 
 	if (fd < 0)
 		die("NTSYNC_IOC_CREATE_MUTEX: %s", strerror(errno));
@@ -152,8 +152,7 @@ static int nt_create_mutex(uint32_t owner, uint32_t count)
 
 static int nt_create_event(uint32_t manual, uint32_t signaled)
 {
-	struct ntsync_event_args a = { .manual = manual, .signaled = signaled };
-	int fd = ioctl(g_dev, NTSYNC_IOC_CREATE_EVENT, &a);
+	int fd = ntr_create_event(g_dev, manual, signaled);
 
 	if (fd < 0)
 		die("NTSYNC_IOC_CREATE_EVENT: %s", strerror(errno));
@@ -162,25 +161,19 @@ static int nt_create_event(uint32_t manual, uint32_t signaled)
 
 static void nt_sem_release(int sem, uint32_t n)
 {
-	uint32_t v = n;
-
-	if (ioctl(sem, NTSYNC_IOC_SEM_RELEASE, &v) < 0)
+	if (ntr_sem_release(sem, n, NULL) < 0)
 		die("NTSYNC_IOC_SEM_RELEASE: %s", strerror(errno));
 }
 
 static void nt_mutex_unlock(int mutex, uint32_t owner)
 {
-	struct ntsync_mutex_args a = { .owner = owner, .count = 0 };
-
-	if (ioctl(mutex, NTSYNC_IOC_MUTEX_UNLOCK, &a) < 0)
+	if (ntr_mutex_unlock(mutex, owner, NULL) < 0)
 		die("NTSYNC_IOC_MUTEX_UNLOCK: %s", strerror(errno));
 }
 
 static void nt_event_set(int event)
 {
-	uint32_t prev;
-
-	if (ioctl(event, NTSYNC_IOC_EVENT_SET, &prev) < 0)
+	if (ntr_event_set(event, NULL) < 0)
 		die("NTSYNC_IOC_EVENT_SET: %s", strerror(errno));
 }
 
@@ -194,7 +187,7 @@ static uint32_t nt_wait(unsigned long req, const int *objs, uint32_t count,
 		.owner = owner,
 	};
 
-	while (ioctl(g_dev, req, &a) < 0) {
+	while (ntr_wait_args(g_dev, req == NTSYNC_IOC_WAIT_ALL, &a) < 0) {
 		if (errno == EINTR)
 			continue;
 		die("%s: %s", req == NTSYNC_IOC_WAIT_ALL ?
@@ -727,12 +720,12 @@ static uint64_t bench_poll(const struct row *row, uint64_t iters)
 
 	for (uint32_t i = 0; i < width; i++)
 		objs[i] = nt_create_sem(0, 1);
-	if (ioctl(g_dev, NTSYNC_IOC_WAIT_ANY, &a) != -1 || errno != ETIMEDOUT)
+	if (ntr_wait_args(g_dev, false, &a) != -1 || errno != ETIMEDOUT)
 		die("%s: a poll of unsignaled semaphores did not time out", row->id);
 
 	t0 = now_ns();
 	for (uint64_t i = 0; i < iters; i++)
-		ioctl(g_dev, NTSYNC_IOC_WAIT_ANY, &a);
+		ntr_wait_args(g_dev, false, &a);
 	t = now_ns() - t0;
 
 	for (uint32_t i = 0; i < width; i++)
@@ -743,14 +736,14 @@ static uint64_t bench_poll(const struct row *row, uint64_t iters)
 static uint64_t bench_wait_all(const struct row *row, uint64_t iters)
 {
 	uint32_t width = (uint32_t)row->param;
-	int objs[NTSYNC_MAX_WAIT_COUNT];
-	struct ntsync_sem_args sa;
+	int objs[NTSYNC_MAX_WAIT_COUNT] = { 0 };	/* width >= 1 (the rows) */
+	uint32_t count;
 	uint64_t t0, t;
 
 	for (uint32_t i = 0; i < width; i++)
 		objs[i] = nt_create_sem(1, 1);
 	nt_wait(NTSYNC_IOC_WAIT_ALL, objs, width, 1);
-	if (ioctl(objs[0], NTSYNC_IOC_SEM_READ, &sa) < 0 || sa.count != 0)
+	if (ntr_sem_read(objs[0], &count, NULL) < 0 || count != 0)
 		die("%s: wait-all did not acquire", row->id);
 	for (uint32_t i = 0; i < width; i++)
 		nt_sem_release(objs[i], 1);
@@ -1288,7 +1281,7 @@ static void detect_env(struct env *e, const char *label)
 	read_line("/sys/module/ntsync/srcversion", e->srcversion,
 		  sizeof(e->srcversion));
 
-	g_dev = open("/dev/ntsync", O_RDWR | O_CLOEXEC);
+	g_dev = ntr_open();
 	if (g_dev >= 0) {
 		e->device = true;
 	} else {
