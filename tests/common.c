@@ -2,6 +2,7 @@
 /* Shared helpers of the ntsync conformance suite; see common.h. */
 
 #include "common.h"
+#include "tools-common.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,27 +17,12 @@ static atomic_uint_fast64_t done_counter;
 const char *errname(int err)
 {
 	static __thread char buf[32];
+	const char *name = tc_errno_name(err);
 
-	switch (err) {
-	case 0: return "no error";
-	case EINVAL: return "EINVAL";
-	case EFAULT: return "EFAULT";
-	case EPERM: return "EPERM";
-	case ENOTTY: return "ENOTTY";
-	case EOVERFLOW: return "EOVERFLOW";
-	case EOWNERDEAD: return "EOWNERDEAD";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case EINTR: return "EINTR";
-	case EBADF: return "EBADF";
-	case ENOMEM: return "ENOMEM";
-	case EMFILE: return "EMFILE";
-	case ENOENT: return "ENOENT";
-	case EACCES: return "EACCES";
-	case ENODEV: return "ENODEV";
-	case ENXIO: return "ENXIO";
-	case EAGAIN: return "EAGAIN";
-	case ENOSYS: return "ENOSYS";
-	}
+	if (err == 0)
+		return "no error";
+	if (name)
+		return name;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
 }

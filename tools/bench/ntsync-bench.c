@@ -48,6 +48,7 @@
 #include <linux/ntsync.h>
 
 #include "ntsync-raw.h"
+#include "tools-common.h"
 
 #ifndef NTSYNC_BENCH_VERSION
 #define NTSYNC_BENCH_VERSION "unknown"
@@ -60,34 +61,6 @@
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */
-
-static const char *progname = "ntsync-bench";
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", progname);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", progname);
-	exit(2);
-}
 
 static uint64_t now_ns(void)
 {
@@ -102,7 +75,7 @@ static void *xcalloc(size_t n, size_t size)
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
 	if (!p)
-		die("out of memory");
+		tc_die("out of memory");
 	return p;
 }
 
@@ -137,7 +110,7 @@ static int nt_create_sem(uint32_t count, uint32_t max)
 	int fd = ntr_create_sem(g_dev, count, max);
 
 	if (fd < 0)
-		die("NTSYNC_IOC_CREATE_SEM: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_CREATE_SEM: %s", strerror(errno));
 	return fd;
 }
 
@@ -146,7 +119,7 @@ static int nt_create_mutex(uint32_t owner, uint32_t count)
 	int fd = ntr_create_mutex(g_dev, owner, count);
 
 	if (fd < 0)
-		die("NTSYNC_IOC_CREATE_MUTEX: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_CREATE_MUTEX: %s", strerror(errno));
 	return fd;
 }
 
@@ -155,26 +128,26 @@ static int nt_create_event(uint32_t manual, uint32_t signaled)
 	int fd = ntr_create_event(g_dev, manual, signaled);
 
 	if (fd < 0)
-		die("NTSYNC_IOC_CREATE_EVENT: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_CREATE_EVENT: %s", strerror(errno));
 	return fd;
 }
 
 static void nt_sem_release(int sem, uint32_t n)
 {
 	if (ntr_sem_release(sem, n, NULL) < 0)
-		die("NTSYNC_IOC_SEM_RELEASE: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_SEM_RELEASE: %s", strerror(errno));
 }
 
 static void nt_mutex_unlock(int mutex, uint32_t owner)
 {
 	if (ntr_mutex_unlock(mutex, owner, NULL) < 0)
-		die("NTSYNC_IOC_MUTEX_UNLOCK: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_MUTEX_UNLOCK: %s", strerror(errno));
 }
 
 static void nt_event_set(int event)
 {
 	if (ntr_event_set(event, NULL) < 0)
-		die("NTSYNC_IOC_EVENT_SET: %s", strerror(errno));
+		tc_die("NTSYNC_IOC_EVENT_SET: %s", strerror(errno));
 }
 
 static uint32_t nt_wait(unsigned long req, const int *objs, uint32_t count,
@@ -190,7 +163,7 @@ static uint32_t nt_wait(unsigned long req, const int *objs, uint32_t count,
 	while (ntr_wait_args(g_dev, req == NTSYNC_IOC_WAIT_ALL, &a) < 0) {
 		if (errno == EINTR)
 			continue;
-		die("%s: %s", req == NTSYNC_IOC_WAIT_ALL ?
+		tc_die("%s: %s", req == NTSYNC_IOC_WAIT_ALL ?
 		    "NTSYNC_IOC_WAIT_ALL" : "NTSYNC_IOC_WAIT_ANY",
 		    strerror(errno));
 	}
@@ -210,7 +183,7 @@ static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 	int err = pthread_create(t, NULL, fn, arg);
 
 	if (err)
-		die("pthread_create: %s", strerror(err));
+		tc_die("pthread_create: %s", strerror(err));
 }
 
 static void join_thread(pthread_t t)
@@ -218,7 +191,7 @@ static void join_thread(pthread_t t)
 	int err = pthread_join(t, NULL);
 
 	if (err)
-		die("pthread_join: %s", strerror(err));
+		tc_die("pthread_join: %s", strerror(err));
 }
 
 /*
@@ -234,7 +207,7 @@ static void start_line_init(struct start_line *s, unsigned int parties)
 	int err = pthread_barrier_init(&s->barrier, NULL, parties);
 
 	if (err)
-		die("pthread_barrier_init: %s", strerror(err));
+		tc_die("pthread_barrier_init: %s", strerror(err));
 }
 
 static void start_line_wait(struct start_line *s)
@@ -278,9 +251,9 @@ static uint64_t bench_ioctl2(const struct row *row, uint64_t iters)
 
 	(void)row;
 	if (fd < 0)
-		die("open /dev/null: %s", strerror(errno));
+		tc_die("open /dev/null: %s", strerror(errno));
 	if (ioctl(fd, NTSYNC_IOC_SEM_READ, NULL) != -1 || errno != ENOTTY)
-		die("ioctl on /dev/null did not fail with ENOTTY");
+		tc_die("ioctl on /dev/null did not fail with ENOTTY");
 	t0 = now_ns();
 	for (uint64_t i = 0; i < iters; i++) {
 		ioctl(fd, NTSYNC_IOC_SEM_READ, NULL);
@@ -354,7 +327,7 @@ static void efd_signal(int fd)
 
 	while (write(fd, &one, sizeof(one)) != sizeof(one)) {
 		if (errno != EINTR)
-			die("eventfd write: %s", strerror(errno));
+			tc_die("eventfd write: %s", strerror(errno));
 	}
 }
 
@@ -366,11 +339,11 @@ static void efd_wait(int fd)
 
 	for (;;) {
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			die("poll: %s", strerror(errno));
+			tc_die("poll: %s", strerror(errno));
 		if (read(fd, &v, sizeof(v)) == sizeof(v))
 			return;
 		if (errno != EAGAIN && errno != EINTR)
-			die("eventfd read: %s", strerror(errno));
+			tc_die("eventfd read: %s", strerror(errno));
 	}
 }
 
@@ -406,7 +379,7 @@ static void full_write(int fd, const void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			die("pipe write: %s", strerror(errno));
+			tc_die("pipe write: %s", strerror(errno));
 		}
 		p += n;
 		len -= (size_t)n;
@@ -423,7 +396,7 @@ static bool full_read(int fd, void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			die("pipe read: %s", strerror(errno));
+			tc_die("pipe read: %s", strerror(errno));
 		}
 		if (n == 0)
 			return false;
@@ -652,7 +625,7 @@ static uint64_t bench_wine_wait(const struct row *row, uint64_t iters)
 	memset(&w, 0, sizeof(w));
 	w.signaled[5] = 1;
 	if (pipe2(w.req, O_CLOEXEC) < 0 || pipe2(w.rep, O_CLOEXEC) < 0)
-		die("pipe2: %s", strerror(errno));
+		tc_die("pipe2: %s", strerror(errno));
 	start_line_init(&w.start, 2);
 	start_thread(&t, wine_server_main, &w);
 	start_line_wait(&w.start);
@@ -664,7 +637,7 @@ static uint64_t bench_wine_wait(const struct row *row, uint64_t iters)
 		m.handles[0] = 5;
 		full_write(w.req[1], &m, sizeof(m));
 		if (!full_read(w.rep[0], &m, sizeof(m)) || m.status != 0)
-			die("%s: the server thread did not satisfy the wait", row->id);
+			tc_die("%s: the server thread did not satisfy the wait", row->id);
 	}
 	elapsed = now_ns() - t0;
 	m.op = 2;
@@ -687,7 +660,7 @@ static uint64_t bench_wait_any(const struct row *row, uint64_t iters)
 	for (uint32_t i = 0; i < width; i++)
 		objs[i] = nt_create_sem(i == width - 1 ? 1 : 0, 1);
 	if (nt_wait_any(objs, width, 1) != width - 1)
-		die("%s: wait-any returned the wrong index", row->id);
+		tc_die("%s: wait-any returned the wrong index", row->id);
 	nt_sem_release(objs[width - 1], 1);
 
 	t0 = now_ns();
@@ -721,7 +694,7 @@ static uint64_t bench_poll(const struct row *row, uint64_t iters)
 	for (uint32_t i = 0; i < width; i++)
 		objs[i] = nt_create_sem(0, 1);
 	if (ntr_wait_args(g_dev, false, &a) != -1 || errno != ETIMEDOUT)
-		die("%s: a poll of unsignaled semaphores did not time out", row->id);
+		tc_die("%s: a poll of unsignaled semaphores did not time out", row->id);
 
 	t0 = now_ns();
 	for (uint64_t i = 0; i < iters; i++)
@@ -744,7 +717,7 @@ static uint64_t bench_wait_all(const struct row *row, uint64_t iters)
 		objs[i] = nt_create_sem(1, 1);
 	nt_wait(NTSYNC_IOC_WAIT_ALL, objs, width, 1);
 	if (ntr_sem_read(objs[0], &count, NULL) < 0 || count != 0)
-		die("%s: wait-all did not acquire", row->id);
+		tc_die("%s: wait-all did not acquire", row->id);
 	for (uint32_t i = 0; i < width; i++)
 		nt_sem_release(objs[i], 1);
 
@@ -786,13 +759,13 @@ static uint64_t bench_pingpong(const struct row *row, uint64_t iters)
 		for (int i = 0; i < 2; i++) {
 			p.efd[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 			if (p.efd[i] < 0)
-				die("eventfd: %s", strerror(errno));
+				tc_die("eventfd: %s", strerror(errno));
 		}
 		peer = pp_eventfd_peer;
 		break;
 	case PP_PIPE:
 		if (pipe2(p.req, O_CLOEXEC) < 0 || pipe2(p.rep, O_CLOEXEC) < 0)
-			die("pipe2: %s", strerror(errno));
+			tc_die("pipe2: %s", strerror(errno));
 		peer = pp_pipe_server;
 		break;
 	}
@@ -827,7 +800,7 @@ static uint64_t bench_pingpong(const struct row *row, uint64_t iters)
 			m.handle = (uint32_t)i;
 			full_write(p.req[1], &m, sizeof(m));
 			if (!full_read(p.rep[0], &m, sizeof(m)))
-				die("pipe server went away");
+				tc_die("pipe server went away");
 		}
 		break;
 	}
@@ -885,7 +858,7 @@ static uint64_t bench_mutex(const struct row *row, uint64_t iters)
 	start_line_destroy(&r.start);
 	close(r.mutex);
 	if (r.shared != r.iters * n)
-		die("%s: mutex lost an update (%" PRIu64 " of %" PRIu64 ")",
+		tc_die("%s: mutex lost an update (%" PRIu64 " of %" PRIu64 ")",
 		    row->id, r.shared, r.iters * n);
 	/* report per requested op: scale for the rounding up */
 	return (uint64_t)((double)elapsed * (double)iters /
@@ -965,7 +938,7 @@ static bool slab_snapshot(struct slab_snap *s)
 			cap = cap ? cap * 2 : 256;
 			s->c = realloc(s->c, cap * sizeof(*s->c));
 			if (!s->c)
-				die("out of memory");
+				tc_die("out of memory");
 		}
 		s->c[s->n++] = c;
 		s->bytes += (uint64_t)c.active * c.size;
@@ -1444,7 +1417,7 @@ static void on_alarm(int sig)
 	(void)sig;
 	n = snprintf(msg, sizeof(msg),
 		     "%s: row %s did not finish in time: a wait that never ends? (aborting)\n",
-		     progname, current_row ? current_row : "?");
+		     tc_progname, current_row ? current_row : "?");
 	if (n > 0)
 		(void)!write(STDERR_FILENO, msg, (size_t)n);
 	_exit(1);
@@ -1585,73 +1558,49 @@ static void print_row(FILE *out, const struct row *row, const struct result *r)
 /* ------------------------------------------------------------------ */
 /* JSON out                                                            */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static void json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.3f", v);
-	else
-		fputs("null", f);
-}
-
 static void write_json(FILE *f, const struct env *e, const struct result *res)
 {
 	bool first = true;
 
 	fprintf(f, "{\n  \"tool\": \"ntsync-bench\",\n  \"version\": ");
-	json_str(f, NTSYNC_BENCH_VERSION);
+	tc_json_str(f, NTSYNC_BENCH_VERSION);
 	fprintf(f, ",\n  \"format\": 1,\n  \"mode\": \"%s\",\n  \"runs\": %u,\n"
 		"  \"budget_ns\": %.0f,\n", opt.quick ? "quick" : "full", opt.runs,
 		opt.budget_ns);
 	fprintf(f, "  \"time_note\": \"CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time\",\n");
 	fprintf(f, "  \"date\": ");
-	json_str(f, e->date);
+	tc_json_str(f, e->date);
 	fprintf(f, ",\n  \"env\": {\n    \"kernel\": ");
-	json_str(f, e->kernel);
+	tc_json_str(f, e->kernel);
 	fprintf(f, ",\n    \"kernel_version\": ");
-	json_str(f, e->kversion);
+	tc_json_str(f, e->kversion);
 	fprintf(f, ",\n    \"machine\": ");
-	json_str(f, e->machine);
+	tc_json_str(f, e->machine);
 	fprintf(f, ",\n    \"cpu\": ");
-	json_str(f, e->cpu);
+	tc_json_str(f, e->cpu);
 	fprintf(f, ",\n    \"cpus\": %ld,\n    \"virt\": ", e->cpus);
-	json_str(f, e->virt);
+	tc_json_str(f, e->virt);
 	fprintf(f, ",\n    \"clocksource\": ");
-	json_str(f, e->clocksource);
+	tc_json_str(f, e->clocksource);
 	fprintf(f, ",\n    \"clocksource_end\": ");
-	json_str(f, e->clocksource_end);
+	tc_json_str(f, e->clocksource_end);
 	fprintf(f, ",\n    \"busy_percent_before\": ");
-	json_num(f, e->busy_pct);
+	tc_json_num(f, e->busy_pct);
 	fprintf(f, "\n  },\n  \"driver\": {\n    \"device\": %s,\n",
 		e->device ? "true" : "false");
 	fprintf(f, "    \"module\": %s,\n    \"loadable\": %s,\n    \"out_of_tree\": %s,\n",
 		e->module ? "true" : "false", e->loadable ? "true" : "false",
 		e->out_of_tree ? "true" : "false");
 	fprintf(f, "    \"taint\": ");
-	json_str(f, e->taint);
+	tc_json_str(f, e->taint);
 	fprintf(f, ",\n    \"version\": ");
-	json_str(f, e->version);
+	tc_json_str(f, e->version);
 	fprintf(f, ",\n    \"srcversion\": ");
-	json_str(f, e->srcversion);
+	tc_json_str(f, e->srcversion);
 	fprintf(f, ",\n    \"kind\": ");
-	json_str(f, e->driver);
+	tc_json_str(f, e->driver);
 	fprintf(f, ",\n    \"label\": ");
-	json_str(f, e->label);
+	tc_json_str(f, e->label);
 	fprintf(f, "\n  },\n  \"rows\": [");
 	for (size_t i = 0; i < NROWS; i++) {
 		const struct row *row = &rows[i];
@@ -1661,47 +1610,47 @@ static void write_json(FILE *f, const struct env *e, const struct result *res)
 			continue;
 		fprintf(f, "%s\n    {\"id\": ", first ? "" : ",");
 		first = false;
-		json_str(f, row->id);
+		tc_json_str(f, row->id);
 		fprintf(f, ", \"group\": ");
-		json_str(f, row->group);
+		tc_json_str(f, row->group);
 		fprintf(f, ", \"what\": ");
-		json_str(f, row->what);
+		tc_json_str(f, row->what);
 		fprintf(f, ", \"unit\": \"%s\", \"ntsync\": %s",
 			row->kind == ROW_MEM ? "bytes/object" : "ns/op",
 			row->ntsync ? "true" : "false");
 		if (r->status == RES_SKIPPED) {
 			fprintf(f, ", \"skipped\": true, \"reason\": ");
-			json_str(f, r->skip_reason);
+			tc_json_str(f, r->skip_reason);
 			fputc('}', f);
 			continue;
 		}
 		fprintf(f, ", \"skipped\": false, \"median\": ");
-		json_num(f, r->median);
+		tc_json_num(f, r->median);
 		fprintf(f, ", \"min\": ");
-		json_num(f, r->min);
+		tc_json_num(f, r->min);
 		fprintf(f, ", \"max\": ");
-		json_num(f, r->max);
+		tc_json_num(f, r->max);
 		fprintf(f, ", \"q1\": ");
-		json_num(f, r->q1);
+		tc_json_num(f, r->q1);
 		fprintf(f, ", \"q3\": ");
-		json_num(f, r->q3);
+		tc_json_num(f, r->q3);
 		if (row->kind == ROW_TIME) {
 			fprintf(f, ", \"ops_per_s\": ");
-			json_num(f, 1e9 / r->median);
+			tc_json_num(f, 1e9 / r->median);
 			fprintf(f, ", \"iters\": %" PRIu64, r->iters);
 		} else {
 			fprintf(f, ", \"objects\": %" PRIu64 ", \"raw_median\": ",
 				r->iters);
-			json_num(f, r->raw_median);
+			tc_json_num(f, r->raw_median);
 			fprintf(f, ", \"detail\": ");
-			json_str(f, r->detail);
+			tc_json_str(f, r->detail);
 		}
 		fprintf(f, ", \"seconds\": %.3f, \"runs\": %u, \"values\": [",
 			r->seconds, r->runs);
 		for (unsigned int k = 0; k < r->runs; k++) {
 			if (k)
 				fputs(", ", f);
-			json_num(f, r->v[k]);
+			tc_json_num(f, r->v[k]);
 		}
 		fputs("]}", f);
 	}
@@ -1735,7 +1684,7 @@ jfail(struct jparser *jp, const char *what)
 	size_t off = (size_t)(jp->p - jp->start);
 
 	fprintf(stderr, "%s: %s: not an ntsync-bench JSON file (%s at byte %zu); write one with 'ntsync-bench --json=FILE'\n",
-		progname, jp->file, what, off);
+		tc_progname, jp->file, what, off);
 	exit(2);
 }
 
@@ -1788,7 +1737,7 @@ static char *jparse_str(struct jparser *jp)
 			cap *= 2;
 			s = realloc(s, cap);
 			if (!s)
-				die("out of memory");
+				tc_die("out of memory");
 		}
 		s[n++] = c;
 	}
@@ -1804,7 +1753,7 @@ static void jpush(struct jv *v, char *key, struct jv *item)
 	v->items = realloc(v->items, (v->n + 1) * sizeof(*v->items));
 	v->keys = realloc(v->keys, (v->n + 1) * sizeof(*v->keys));
 	if (!v->items || !v->keys)
-		die("out of memory");
+		tc_die("out of memory");
 	v->items[v->n] = item;
 	v->keys[v->n] = key;
 	v->n++;
@@ -1957,7 +1906,7 @@ static struct jv *load_json(const char *path)
 	struct jv *root;
 
 	if (!f) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", progname, path,
+		fprintf(stderr, "%s: cannot open %s: %s\n", tc_progname, path,
 			strerror(errno));
 		exit(2);
 	}
@@ -1968,7 +1917,7 @@ static struct jv *load_json(const char *path)
 			cap *= 2;
 			buf = realloc(buf, cap);
 			if (!buf)
-				die("out of memory");
+				tc_die("out of memory");
 		}
 	}
 	fclose(f);
@@ -2308,7 +2257,7 @@ static void usage(FILE *out)
 		"\n"
 		"Exit status: 0 done (ntsync rows skipped without /dev/ntsync), 1 failure,\n"
 		"2 usage error.  See ntsync-bench(1).\n",
-		progname, progname, progname, MAX_RUNS, MEM_OBJECTS);
+		tc_progname, tc_progname, tc_progname, MAX_RUNS, MEM_OBJECTS);
 }
 
 static unsigned long parse_ulong(const char *what, const char *s,
@@ -2320,7 +2269,7 @@ static unsigned long parse_ulong(const char *what, const char *s,
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
-		usage_error("%s '%s' is not a number from %lu to %lu", what, s,
+		tc_usage_error("%s '%s' is not a number from %lu to %lu", what, s,
 			    lo, hi);
 	return v;
 }
@@ -2351,6 +2300,7 @@ int main(int argc, char **argv)
 	uint64_t t_start;
 	int c;
 
+	tc_progname = "ntsync-bench";
 	while ((c = getopt_long(argc, argv, "qj::r:b:o:n:c:l:w:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -2398,17 +2348,17 @@ int main(int argc, char **argv)
 			printf("ntsync-bench %s\n", NTSYNC_BENCH_VERSION);
 			return 0;
 		default:
-			fprintf(stderr, "Try '%s --help'.\n", progname);
+			fprintf(stderr, "Try '%s --help'.\n", tc_progname);
 			return 2;
 		}
 	}
 
 	if (compare) {
 		if (argc - optind != 2)
-			usage_error("--compare needs exactly two JSON files (A.json B.json), got %d",
+			tc_usage_error("--compare needs exactly two JSON files (A.json B.json), got %d",
 				    argc - optind);
 		if (json || opt.quick)
-			usage_error("--compare reads results; it does not take --json or --quick");
+			tc_usage_error("--compare reads results; it does not take --json or --quick");
 		return do_compare(argv[optind], argv[optind + 1]);
 	}
 	/* "--json FILE" as well as "--json=FILE" */
@@ -2416,14 +2366,14 @@ int main(int argc, char **argv)
 		opt.json_path = argv[optind++];
 	}
 	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
+		tc_usage_error("unexpected argument '%s'", argv[optind]);
 	if (opt.only) {
 		bool any = false;
 
 		for (size_t i = 0; i < NROWS; i++)
 			any |= row_selected(&rows[i]);
 		if (!any)
-			usage_error("--only '%s' matches no row (see --list)", opt.only);
+			tc_usage_error("--only '%s' matches no row (see --list)", opt.only);
 	}
 
 	if (!opt.runs)
@@ -2440,13 +2390,13 @@ int main(int argc, char **argv)
 		CPU_ZERO(&set);
 		CPU_SET(opt.cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set) < 0)
-			usage_error("--cpu %d: %s", opt.cpu, strerror(errno));
+			tc_usage_error("--cpu %d: %s", opt.cpu, strerror(errno));
 	}
 
 	if (json && opt.json_path && strcmp(opt.json_path, "-")) {
 		jf = fopen(opt.json_path, "we");
 		if (!jf)
-			usage_error("cannot write %s: %s", opt.json_path,
+			tc_usage_error("cannot write %s: %s", opt.json_path,
 				    strerror(errno));
 	} else if (json) {
 		jf = stdout;
@@ -2494,7 +2444,7 @@ int main(int argc, char **argv)
 	if (jf) {
 		write_json(jf, &env, res);
 		if (fflush(jf) != 0 || (jf != stdout && fclose(jf) != 0))
-			die("writing %s: %s", opt.json_path ? opt.json_path : "stdout",
+			tc_die("writing %s: %s", opt.json_path ? opt.json_path : "stdout",
 			    strerror(errno));
 		if (jf != stdout)
 			fprintf(out, "\nJSON written to %s\n", opt.json_path);
