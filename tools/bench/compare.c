@@ -104,53 +104,11 @@ static double ratio(const struct jv *ref, const struct jv *cand, const char *id)
 	return a / b;
 }
 
-/*
- * One target line: "[met    ] what: value".  `value` is a format for the
- * figures; a target whose rows are missing or skipped prints n/a instead.
- */
-static void verdict(bool known, bool met, const char *what,
-		    const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void verdict(bool known, bool met, const char *what,
-		    const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("  [%s] %s: ", !known ? "n/a    " : met ? "met    " : "not met",
-	       what);
-	if (known) {
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-	} else {
-		fputs("a row is missing or skipped", stdout);
-	}
-	putchar('\n');
-}
-
-static void ratio_target(const struct jv *ours, const char *label,
-			 const char *num, const char *den, double limit)
-{
-	double a = row_median(ours, num), b = row_median(ours, den);
-	bool known = isfinite(a) && isfinite(b) && b > 0;
-	char what[160];
-
-	snprintf(what, sizeof(what), "%s: %s within %.2fx of %s", label, num,
-		 limit, den);
-	verdict(known, known && a / b <= limit, what, "%.2fx (%.0f / %.0f)",
-		known ? a / b : 0.0, a, b);
-}
-
 int do_compare(const char *pa, const char *pb)
 {
 	struct jv *A = load_json(pa), *B = load_json(pb);
-	const struct jv *ours, *intree;
-	const char *ours_tag, *intree_tag;
 	const struct jv *rows_a = jget(A, "rows"), *rows_b = jget(B, "rows");
 	char ca[48], cb[48], buf[160];
-	const char *fast_rows[] = { "uncontended.sem", "waitany.1", "waitany.8",
-				    "waitany.64", "pingpong.ntsync" };
 
 	printf("ntsync-bench %s --compare\n", NTSYNC_BENCH_VERSION);
 	describe_file("A", pa, A);
@@ -188,113 +146,6 @@ int do_compare(const char *pa, const char *pb)
 		}
 	}
 
-	/* which file is ours? the out-of-tree one; otherwise B */
-	if (jgetb(jget(A, "driver"), "out_of_tree") &&
-	    !jgetb(jget(B, "driver"), "out_of_tree")) {
-		ours = A;
-		intree = B;
-		ours_tag = "A";
-		intree_tag = "B";
-	} else {
-		ours = B;
-		intree = A;
-		ours_tag = "B";
-		intree_tag = "A";
-	}
-
-	printf("\nTargets (informational, nothing is asserted): ours = %s (\"%s\"), in-tree = %s (\"%s\")%s\n",
-	       ours_tag, file_label(ours), intree_tag, file_label(intree),
-	       jgetb(jget(ours, "driver"), "out_of_tree") ? "" :
-	       " [neither file is marked out-of-tree: assuming B is ours]");
-
-	/* ours vs in-tree >= 1.00 on every ntsync time row */
-	{
-		const struct jv *list = jget(ours, "rows");
-		double worst = INFINITY;
-		char worst_id[64] = "", bad[512] = "";
-		size_t used = 0;
-		int n = 0;
-
-		for (size_t i = 0; i < list->n; i++) {
-			const struct jv *r = list->items[i];
-			const char *id = jgets(r, "id");
-			double q;
-
-			if (!jgetb(r, "ntsync") || strcmp(jgets(r, "unit"), "ns/op"))
-				continue;
-			q = ratio(intree, ours, id);
-			if (!isfinite(q))
-				continue;
-			n++;
-			if (q < worst) {
-				worst = q;
-				snprintf(worst_id, sizeof(worst_id), "%s", id);
-			}
-			if (q < 1.0 && used < sizeof(bad))
-				used += (size_t)snprintf(bad + used, sizeof(bad) - used,
-							 " %s %.3f%s", id, q,
-							 row_noisy(intree, id) ||
-							 row_noisy(ours, id) ?
-							 " (noisy)" : "");
-		}
-		verdict(n > 0, n > 0 && worst >= 1.0,
-			"ours vs in-tree >= 1.00 on every ntsync time row",
-			"lowest %.3f (%s) of %d rows%s%s", n ? worst : 0.0,
-			worst_id, n, bad[0] ? "; below 1.00:" : "", bad);
-	}
-	/* >= 1.10 on uncontended, wait-any width and ping-pong */
-	for (size_t i = 0; i < sizeof(fast_rows) / sizeof(fast_rows[0]); i++) {
-		double q = ratio(intree, ours, fast_rows[i]);
-
-		char what[96];
-
-		snprintf(what, sizeof(what), "ours vs in-tree >= 1.10 on %s",
-			 fast_rows[i]);
-		verdict(isfinite(q), isfinite(q) && q >= 1.10, what, "%.3f", q);
-	}
-	ratio_target(ours, "ours", "uncontended.sem", "null.getppid2", 3.0);
-	ratio_target(intree, "(in-tree, for reference)", "uncontended.sem",
-		     "null.getppid2", 3.0);
-	ratio_target(ours, "ours", "waitany.64", "waitany.1", 6.0);
-	ratio_target(intree, "(in-tree, for reference)", "waitany.64",
-		     "waitany.1", 6.0);
-	ratio_target(ours, "ours", "pingpong.ntsync", "pingpong.futex", 1.05);
-	{
-		/* what the ioctl path alone costs a round trip of 4 calls */
-		double io = row_median(ours, "null.ioctl2");
-		double nul = row_median(ours, "null.getppid2");
-		double fx = row_median(ours, "pingpong.futex");
-
-		if (isfinite(io) && isfinite(nul) && isfinite(fx) && fx > 0)
-			printf("  [info   ] ioctl path vs null syscall: +%.0f ns per call, so 4 ioctls add %.0f ns (%.3fx) to a futex round trip before the driver does anything\n",
-			       (io - nul) / 2, 2 * (io - nul), (fx + 2 * (io - nul)) / fx);
-	}
-	{
-		double p = row_median(ours, "pingpong.ntsync");
-		double ev = row_median(ours, "pingpong.eventfd");
-		double pi = row_median(ours, "pingpong.pipe");
-		bool known = isfinite(p) && isfinite(ev) && isfinite(pi);
-
-		verdict(known, known && p < ev && p < pi,
-			"ours: pingpong.ntsync faster than eventfd and pipe RPC",
-			"%.0f vs %.0f and %.0f ns", p, ev, pi);
-	}
-	{
-		const char *mem[] = { "mem.sem", "mem.mutex", "mem.event" };
-
-		for (size_t i = 0; i < 3; i++) {
-			double a = row_median(intree, mem[i]);
-			double b = row_median(ours, mem[i]);
-			bool known = isfinite(a) && isfinite(b);
-
-			char what[96];
-
-			snprintf(what, sizeof(what),
-				 "ours: %s no larger than in-tree", mem[i]);
-			verdict(known, known && b <= a, what,
-				"%.0f vs %.0f bytes/object", b, a);
-		}
-	}
 	jfree(A);
 	jfree(B);
 	return 0;
