@@ -2,7 +2,7 @@
 /*
  * Host test (no device needed): the project's <linux/ntsync.h> must match
  * the mainline ABI byte for byte.  Every number below is copied from the
- * table in shared/spec/abi.md; they are facts of the ABI, not choices, so
+ * table in doc/abi.md; they are facts of the ABI, not choices, so
  * they are written as literals and never derived from the header.
  */
 

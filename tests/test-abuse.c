@@ -210,7 +210,7 @@ TEST(wait_with_bad_objs_pointer_is_efault_and_unchanged)
 }
 
 /*
- * A wait whose index cannot be written back.  abi.md's error table says
+ * A wait whose index cannot be written back.  doc/abi.md's error table says
  * EFAULT for a bad user pointer anywhere; here the arguments are readable
  * and only the index (and the fields after it) lie in a read-only page.
  * The object is acquired before the index is written, and the spec does

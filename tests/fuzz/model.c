@@ -2,10 +2,10 @@
 /*
  * model.c: the ntsync specification as pure functions (see model.h).
  *
- * Every rule below is one sentence of the seed's documentation patch
- * (Documentation/userspace-api/ntsync.rst, "the doc") or one row of
- * shared/spec/abi.md; the comments quote or name it.  Where the spec is
- * silent the choice is marked "spec silent" and matches mainline.
+ * Every rule below is one sentence of the documentation patch
+ * (Documentation/userspace-api/ntsync.rst, "the doc", in the project's words
+ * in doc/spec.md) or one row of doc/abi.md; the comments quote or name
+ * them.  Where the spec is silent the choice is marked "spec silent" and matches mainline.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -5,8 +5,9 @@
  * Pure functions, no I/O, no descriptors: each takes object states (and
  * the arguments of one ioctl) and returns what the spec says the ioctl
  * returns (0, or -errno), its outputs and the objects' new states.  The
- * spec is the seed's documentation patch with the mainline ABI changes of
- * shared/spec/abi.md (mainline wins where they differ).
+ * spec is doc/spec.md (the documentation patch in the project's words)
+ * with the mainline ABI changes of doc/abi.md (mainline wins where they
+ * differ).
  *
  * What is modelled: the three objects, the 14 ioctls' state machine and
  * the errors that follow from arguments and object state (EINVAL,

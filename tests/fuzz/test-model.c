@@ -3,7 +3,7 @@
  * test-model: the executable model (model.c) against the spec, on the host,
  * no device.  The tests walk the seed documentation's paragraphs in order
  * (semaphore, mutex, abandoned mutex, events, each ioctl, WAIT_ANY,
- * WAIT_ALL) and then abi.md's error table, row by row where a row is about
+ * WAIT_ALL) and then doc/abi.md's error table, row by row where a row is about
  * state or arguments (descriptor and pointer rows are ntsync-fuzz's).
  * One test per behaviour, named after it.
  */
