@@ -19,7 +19,7 @@ def build_one(name, sparse=False):
     kdir = roots.headers_dir(root)
     krel = kdir.rsplit("linux-headers-", 1)[1]
     logf = cache() / "kroots" / "logs" / f"{name}-build.log"
-    ok, _ = roots.build_module(root, kdir, logf, flags=["W=1"] + (["C=2"] if sparse else []))
+    ok, _ = roots.build_module(root, kdir, logf, dest="/tmp/ntsync-kbuild", flags=["W=1"] + (["C=2"] if sparse else []))
     # The build is silent (-s): everything the compiler, sparse or modpost says counts as a
     # warning, except the BTF notice for header trees that lack vmlinux.
     lines = [line for line in logf.read_text(errors="replace").splitlines()
