@@ -10,13 +10,16 @@ from pathlib import Path
 from .util import REPO, VM_DIR, run, source_files
 
 
-def make_seed(run_dir, hostname, shell_password=False):
+def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", script="guest.sh"):
+    """The NoCloud seed: unpack the job's tar from the disk with serial SERIAL into
+    /var/tmp/SERIAL and run SCRIPT from it."""
+    d = f"/var/tmp/{serial}"
     user_data = [
         "#cloud-config",
-        "# ntsync-vm: unpack the job from the disk with serial ntsync-in and run it",
+        f"# ntsync-vm: unpack the job from the disk with serial {serial} and run it",
         "runcmd:",
-        "  - [ bash, -c, 'mkdir -p /var/tmp/ntsync-in && tar -xf /dev/disk/by-id/virtio-ntsync-in"
-        " -C /var/tmp/ntsync-in && exec bash /var/tmp/ntsync-in/guest.sh' ]",
+        f"  - [ bash, -c, 'mkdir -p {d} && tar -xf /dev/disk/by-id/virtio-{serial}"
+        f" -C {d} && exec bash {d}/{script}' ]",
     ]
     if shell_password:
         user_data += ["chpasswd:", "  expire: false", "  users:", "    - {name: root, password: ntsync, type: text}"]

@@ -21,7 +21,7 @@ REPO = HERE.parents[1]
 DATA = HERE / "test_data"
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import boot, console, gates, initramfs, lock, qemu, suites  # noqa: E402
+from ntsync_vm import boot, console, gates, initramfs, lifecycle, lock, qemu, suites  # noqa: E402
 from ntsync_vm.util import Failure, Usage  # noqa: E402
 
 
@@ -229,6 +229,37 @@ class UpstreamVerdict(unittest.TestCase):
         self.assertEqual(quiet(boot.judge_upstream, self.console(patched_fail=1))[0], 1)
         with self.assertRaisesRegex(Usage, "did not finish"):
             quiet(boot.judge_upstream, "== selftest-begin unpatched\n")
+
+
+class Lifecycle(unittest.TestCase):
+    TESTS = [("dkms-lifecycle", {"needs-reboot"}), ("dkms-new-kernel", {"skippable"})]
+
+    def test_control_of_the_tree(self):
+        tests = lifecycle.parse_control(REPO / "debian/tests/control")
+        self.assertIn("dkms-lifecycle", [n for n, _ in tests])
+        self.assertTrue(all(r <= lifecycle.SUPPORTED for _, r in tests))
+        with tempfile.TemporaryDirectory() as t:
+            (Path(t) / "control").write_text("Tests: x\nRestrictions: needs-magic\n")
+            (Path(t) / "x").write_text("")
+            with self.assertRaisesRegex(Usage, "needs-magic"):
+                lifecycle.parse_control(Path(t) / "control")
+
+    def test_judge(self):
+        text = ("[    1.0] Linux version 6.12\r\n##apt## | dkms-lifecycle PASS built: dkms built ntsync\n"
+                "root@lc:~# ##apt## | dkms-lifecycle PASS loaded: postinst loaded ntsync\n"
+                "##apt## result dkms-lifecycle PASS exit 0\n##apt## | dkms-new-kernel skipped\n"
+                "##apt## result dkms-new-kernel SKIP exit 77\n##apt## taint 12288\n##apt## done\n")
+        out, p, f, s = lifecycle.judge(text, self.TESTS)
+        self.assertEqual((p, f, s), (3, 0, 1), out)
+        out, p, f, s = lifecycle.judge(text.replace("taint 12288", "taint 12800"), self.TESTS)
+        self.assertEqual(f, 1)
+        # a test that fails without a FAIL line of its own, and a run that stops early
+        out, p, f, s = lifecycle.judge(text.replace("result dkms-lifecycle PASS", "result dkms-lifecycle FAIL")
+                                       .replace("##apt## done\n", ""), self.TESTS)
+        self.assertEqual(f, 2, out)
+        out, p, f, s = lifecycle.judge(text + "[   99.0] BUG: unable to handle page fault\n", self.TESTS)
+        self.assertEqual(f, 1)
+        self.assertTrue(any("kernel BUG" in x for x in out))
 
 
 class Console(unittest.TestCase):
