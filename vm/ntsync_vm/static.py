@@ -1,12 +1,11 @@
 """The guest programs as static binaries (tests/build-static: meson cross builds), flat per
 architecture: OUT/amd64/ and OUT/i386/ with every test-*, ntsync-run-tests, kernel-log-gates,
 ntsync-smoke, ntsync-bench, ntsync-fuzz, ntsync-abuse and ntsync-linearize. Cached by the
-hash of the sources that go into them. Also the host build of ntsync-bench (--compare)."""
+hash of the sources that go into them."""
 
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 from .util import REPO, Failure, cache, ensure_host_tools, say, source_files, tail_text, tree_hash
 
@@ -56,25 +55,3 @@ def build(arches=ARCHES):
     for old in builds[:-3]:
         shutil.rmtree(old, ignore_errors=True)
     return out
-
-
-def host_bench():
-    """ntsync-bench of the host (meson build in the cache), for --compare on the host."""
-    ensure_host_tools(["meson", "ninja"])
-    key = tree_hash(source_files(SOURCES))
-    bdir = cache() / "host-build" / key
-    logf = cache() / "host-build" / f"{key}.log"
-    exe = bdir / "tools" / "bench" / "ntsync-bench"
-    if exe.exists():
-        return exe
-    bdir.parent.mkdir(parents=True, exist_ok=True)
-    with open(logf, "w") as lf:
-        ok = (subprocess.run(["meson", "setup", str(bdir), str(REPO)], stdout=lf, stderr=subprocess.STDOUT).returncode
-              == 0 and subprocess.run(["ninja", "-C", str(bdir), "tools/bench/ntsync-bench"], stdout=lf,
-                                      stderr=subprocess.STDOUT).returncode == 0)
-    if not ok or not exe.exists():
-        raise Failure(f"the host build of ntsync-bench failed; last lines of {logf}:\n{tail_text(logf, 15)}")
-    for old in bdir.parent.iterdir():
-        if old.is_dir() and old != bdir:
-            shutil.rmtree(old, ignore_errors=True)
-    return Path(exe)
