@@ -161,6 +161,15 @@ class Gates(unittest.TestCase):
         own_only = [x for x in lines if "ntsync" not in x or "guest-abuse" in x]
         self.assertEqual(quiet(boot.judge_fuzz, "\n".join(own_only), kcsan=True)[0], 0)
 
+    def test_recorded_fuzz(self):
+        text = (DATA / "fuzz-trixie.console").read_text(errors="replace")
+        rc, out, err = quiet(boot.judge_fuzz, text)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("11 passed, 0 failed, 1 skipped", out)
+        bad = text.replace("== guest-abuse-exit 0", "[  99.0] Oops: general protection fault\n== guest-abuse-exit 0")
+        self.assertEqual(quiet(boot.judge_fuzz, bad)[0], 1)
+        self.assertEqual(quiet(boot.judge_fuzz, text.replace("guest-abuse-exit 0", "guest-abuse-exit 1"))[0], 1)
+
     def test_taint(self):
         self.assertIsNone(gates.taint_problem(4096 | 8192))
         self.assertEqual(gates.taint_problem(4096 | 512), "kernel tainted: W (tainted=4608)")
