@@ -53,7 +53,7 @@ def kroot_main(argv):
                                  description="print the path of SUITE's kernel root, building it when missing")
     ap.add_argument("suite", help=suites.describe())
     o = ap.parse_args(argv)
-    print(roots.kroot(o.suite))
+    print(roots.kroot(suites.resolve(o.suite)))
     return 0
 
 
@@ -63,5 +63,5 @@ def in_root_main(argv):
     i = argv.index("--")
     if i != 1 or not argv[i + 1:]:
         raise Usage("usage: ntsync-vm in-root SUITE -- CMD [ARGS...]")
-    root = roots.kroot(argv[0])
+    root = roots.kroot(suites.resolve(argv[0]))
     return roots.in_root(root, argv[i + 1:]).returncode
