@@ -3,11 +3,13 @@
 import io
 import shlex
 import shutil
+import subprocess
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
-from .util import REPO, VM_DIR, run, source_files
+from .util import REPO, VM_DIR, Failure, run
 
 
 def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", script="guest.sh"):
@@ -41,15 +43,17 @@ def make_input(run_dir, job, env, debs, share=None, extra=None):
             tf.addfile(ti, io.BytesIO(data))
         tf.add(VM_DIR / "guest/guest.sh", "guest.sh")
         tf.add(VM_DIR / f"guest/jobs/{job}.sh", "job.sh")
-        tf.add(REPO / "tests/kernel-log-gates", "kernel-log-gates")
         add_text("job.env", env_text)
         for d in debs or []:
             tf.add(d, f"debs/{d.name}")
         # The module source always goes along: without packages the guest builds it, and
         # `bench` falls back to it when the dkms package's copy is missing.
-        for f in source_files():
-            if f.startswith(("module/", "include/")) or f == "VERSION":
-                tf.add(REPO / f, f"src/{f}")
+        with tempfile.TemporaryDirectory(prefix="ntsync-src-") as tmp:
+            r = subprocess.run(["bash", str(REPO / "module/install-source"), f"{tmp}/src"],
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise Failure(f"module/install-source failed: {r.stderr.strip()}")
+            tf.add(f"{tmp}/src", "src")
         if share:
             tf.add(share, "share")
         for name, path in (extra or {}).items():
