@@ -52,13 +52,15 @@ kernel_regex() {
 	local conf=$1
 	sed -n 's/^BUILD_EXCLUSIVE_KERNEL="\(.*\)"$/\1/p' "$conf"
 }
-kernel_matches() { printf '%s\n' "$1" | grep -Eq -- "$2"; }
+kernel_matches() { grep -Eq -- "$2" <<<"$1"; }
 
 loaded_version() { cat /sys/module/ntsync/version 2>/dev/null; }
 dev_mode() { stat -c %a /dev/ntsync 2>/dev/null; }
-dkms_has() { dkms status -m ntsync -v "$1" -k "$2" 2>/dev/null | grep -q ': installed'; }
+# (grep without -q in pipes: with pipefail, a writer killed by SIGPIPE
+# after grep -q quit early would turn a match into a failure.)
+dkms_has() { dkms status -m ntsync -v "$1" -k "$2" 2>/dev/null | grep ': installed' >/dev/null; }
 # The kernel's own module (in /lib/modules/KVER/kernel/, or built in).
 kernel_own_module() {
-	find "/lib/modules/$1/kernel" -name 'ntsync.ko*' 2>/dev/null | grep -q . ||
+	find "/lib/modules/$1/kernel" -name 'ntsync.ko*' 2>/dev/null | grep . >/dev/null ||
 		grep -qs '/ntsync\.ko' "/lib/modules/$1/modules.builtin"
 }
