@@ -2,6 +2,7 @@
 /* Shared helpers of the ntsync conformance suite; see common.h. */
 
 #include "common.h"
+#include "tools-common.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,170 +12,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEVICE "/dev/ntsync"
-
 static atomic_uint_fast64_t done_counter;
 
 const char *errname(int err)
 {
 	static __thread char buf[32];
+	const char *name = tc_errno_name(err);
 
-	switch (err) {
-	case 0: return "no error";
-	case EINVAL: return "EINVAL";
-	case EFAULT: return "EFAULT";
-	case EPERM: return "EPERM";
-	case ENOTTY: return "ENOTTY";
-	case EOVERFLOW: return "EOVERFLOW";
-	case EOWNERDEAD: return "EOWNERDEAD";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case EINTR: return "EINTR";
-	case EBADF: return "EBADF";
-	case ENOMEM: return "ENOMEM";
-	case EMFILE: return "EMFILE";
-	case ENOENT: return "ENOENT";
-	case EACCES: return "EACCES";
-	case ENODEV: return "ENODEV";
-	case ENXIO: return "ENXIO";
-	case EAGAIN: return "EAGAIN";
-	case ENOSYS: return "ENOSYS";
-	}
+	if (err == 0)
+		return "no error";
+	if (name)
+		return name;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
-}
-
-int dev_open(void)
-{
-	return open(DEVICE, O_RDWR | O_CLOEXEC);
-}
-
-int create_sem(int dev, uint32_t count, uint32_t max)
-{
-	struct ntsync_sem_args args = { .count = count, .max = max };
-
-	return ioctl(dev, NTSYNC_IOC_CREATE_SEM, &args);
-}
-
-int create_mutex(int dev, uint32_t owner, uint32_t count)
-{
-	struct ntsync_mutex_args args = { .owner = owner, .count = count };
-
-	return ioctl(dev, NTSYNC_IOC_CREATE_MUTEX, &args);
-}
-
-int create_event(int dev, uint32_t manual, uint32_t signaled)
-{
-	struct ntsync_event_args args = { .manual = manual, .signaled = signaled };
-
-	return ioctl(dev, NTSYNC_IOC_CREATE_EVENT, &args);
-}
-
-int sem_release(int sem, uint32_t n, uint32_t *prev)
-{
-	uint32_t arg = n;
-	int ret = ioctl(sem, NTSYNC_IOC_SEM_RELEASE, &arg);
-
-	if (prev)
-		*prev = arg;
-	return ret;
-}
-
-int sem_read(int sem, uint32_t *count, uint32_t *max)
-{
-	struct ntsync_sem_args args;
-	int ret;
-
-	memset(&args, 0xcc, sizeof(args));
-	ret = ioctl(sem, NTSYNC_IOC_SEM_READ, &args);
-	*count = args.count;
-	*max = args.max;
-	return ret;
-}
-
-int mutex_unlock(int mutex, uint32_t owner, uint32_t *prev)
-{
-	struct ntsync_mutex_args args = { .owner = owner, .count = POISON32 };
-	int ret = ioctl(mutex, NTSYNC_IOC_MUTEX_UNLOCK, &args);
-
-	if (prev)
-		*prev = args.count;
-	return ret;
-}
-
-int mutex_kill(int mutex, uint32_t owner)
-{
-	return ioctl(mutex, NTSYNC_IOC_MUTEX_KILL, &owner);
-}
-
-int mutex_read(int mutex, uint32_t *owner, uint32_t *count)
-{
-	struct ntsync_mutex_args args;
-	int ret;
-
-	memset(&args, 0xcc, sizeof(args));
-	ret = ioctl(mutex, NTSYNC_IOC_MUTEX_READ, &args);
-	*owner = args.owner;
-	*count = args.count;
-	return ret;
-}
-
-static int event_op(int event, unsigned long op, uint32_t *prev)
-{
-	uint32_t arg = POISON32;
-	int ret = ioctl(event, op, &arg);
-
-	if (prev)
-		*prev = arg;
-	return ret;
-}
-
-int event_set(int event, uint32_t *prev)
-{
-	return event_op(event, NTSYNC_IOC_EVENT_SET, prev);
-}
-
-int event_reset(int event, uint32_t *prev)
-{
-	return event_op(event, NTSYNC_IOC_EVENT_RESET, prev);
-}
-
-int event_pulse(int event, uint32_t *prev)
-{
-	return event_op(event, NTSYNC_IOC_EVENT_PULSE, prev);
-}
-
-int event_read(int event, uint32_t *manual, uint32_t *signaled)
-{
-	struct ntsync_event_args args;
-	int ret;
-
-	memset(&args, 0xcc, sizeof(args));
-	ret = ioctl(event, NTSYNC_IOC_EVENT_READ, &args);
-	*manual = args.manual;
-	*signaled = args.signaled;
-	return ret;
-}
-
-int wait_objs(int dev, bool all, const int *objs, uint32_t count,
-	      uint32_t owner, uint32_t alert, uint32_t flags,
-	      uint64_t timeout, uint32_t *index)
-{
-	struct ntsync_wait_args args = {
-		.timeout = timeout,
-		.objs = (uintptr_t)objs,
-		.count = count,
-		.index = POISON32,
-		.flags = flags,
-		.owner = owner,
-		.alert = alert,
-		.pad = 0,
-	};
-	int ret = ioctl(dev, all ? NTSYNC_IOC_WAIT_ALL : NTSYNC_IOC_WAIT_ANY,
-			&args);
-
-	if (index)
-		*index = args.index;
-	return ret;
 }
 
 bool ntsync_driver_is_ours(void)
@@ -286,7 +136,7 @@ static void waiter_run(struct waiter *w)
 
 	w->tid = (pid_t)syscall(SYS_gettid);
 	atomic_store(&w->state, 1);
-	ret = wait_objs(w->dev, w->all, w->objs, w->count, w->owner, w->alert,
+	ret = ntr_wait(w->dev, w->all, w->objs, w->count, w->owner, w->alert,
 			w->flags, w->timeout, &index);
 	err = ret < 0 ? errno : 0;
 	w->ret = ret;
@@ -462,13 +312,13 @@ int ntsync_test_main(int argc, char **argv, const char *group,
 		cmocka_set_test_filter(argv[1]);
 
 	if (need_device) {
-		int fd = dev_open();
+		int fd = ntr_open();
 
 		if (fd < 0) {
 			int err = errno;
 
 			fprintf(stderr,
-				"%s: SKIP: cannot open " DEVICE ": %s%s\n",
+				"%s: SKIP: cannot open " NTR_DEVICE ": %s%s\n",
 				group, strerror(err),
 				err == ENOENT ?
 				" (load the ntsync module: modprobe ntsync)" : "");

@@ -31,6 +31,7 @@
 #include <sys/types.h>
 #include <cmocka.h>
 #include <linux/ntsync.h>
+#include "ntsync-raw.h"
 
 #define POISON32 0xccccccccU
 #define POISON64 0xccccccccccccccccULL
@@ -76,62 +77,49 @@ const char *errname(int err);
 	}								\
 } while (0)
 
-/* Raw ioctl wrappers: return the ioctl's result, -1 with errno on error. */
-int dev_open(void);
-int create_sem(int dev, uint32_t count, uint32_t max);
-int create_mutex(int dev, uint32_t owner, uint32_t count);
-int create_event(int dev, uint32_t manual, uint32_t signaled);
-int sem_release(int sem, uint32_t n, uint32_t *prev);
-int sem_read(int sem, uint32_t *count, uint32_t *max);
-int mutex_unlock(int mutex, uint32_t owner, uint32_t *prev);
-int mutex_kill(int mutex, uint32_t owner);
-int mutex_read(int mutex, uint32_t *owner, uint32_t *count);
-int event_set(int event, uint32_t *prev);
-int event_reset(int event, uint32_t *prev);
-int event_pulse(int event, uint32_t *prev);
-int event_read(int event, uint32_t *manual, uint32_t *signaled);
-/* index (may be NULL) receives args.index, pre-filled with POISON32. */
-int wait_objs(int dev, bool all, const int *objs, uint32_t count,
-	      uint32_t owner, uint32_t alert, uint32_t flags,
-	      uint64_t timeout, uint32_t *index);
+/*
+ * Raw ioctl wrappers (ntr_open, ntr_create_sem, ..., ntr_wait): the
+ * project's one set, in ntsync-raw.h.  They return the ioctl's result, -1
+ * with errno on error; outputs are pre-filled with POISON32.
+ */
 #define wait_any(dev, objs, count, owner, timeout, index) \
-	wait_objs(dev, false, objs, count, owner, 0, 0, timeout, index)
+	ntr_wait(dev, false, objs, count, owner, 0, 0, timeout, index)
 #define wait_all(dev, objs, count, owner, timeout, index) \
-	wait_objs(dev, true, objs, count, owner, 0, 0, timeout, index)
+	ntr_wait(dev, true, objs, count, owner, 0, 0, timeout, index)
 
 /* Close the n descriptors in fds. */
 void close_all(const int *fds, unsigned int n);
 
 /* Asserting constructors: the test fails at the caller's line. */
-#define DEV_OPEN()			((int)CHECK_OK(dev_open()))
-#define NEW_SEM(dev, c, m)		((int)CHECK_OK(create_sem(dev, c, m)))
-#define NEW_MUTEX(dev, o, c)		((int)CHECK_OK(create_mutex(dev, o, c)))
-#define NEW_EVENT(dev, man, sig)	((int)CHECK_OK(create_event(dev, man, sig)))
+#define DEV_OPEN()			((int)CHECK_OK(ntr_open()))
+#define NEW_SEM(dev, c, m)		((int)CHECK_OK(ntr_create_sem(dev, c, m)))
+#define NEW_MUTEX(dev, o, c)		((int)CHECK_OK(ntr_create_mutex(dev, o, c)))
+#define NEW_EVENT(dev, man, sig)	((int)CHECK_OK(ntr_create_event(dev, man, sig)))
 
 #define ASSERT_SEM(fd, c, m) do {					\
 	uint32_t c_, m_;						\
-	CHECK_OK(sem_read(fd, &c_, &m_));				\
+	CHECK_OK(ntr_sem_read(fd, &c_, &m_));				\
 	assert_int_equal(c_, (uint32_t)(c));				\
 	assert_int_equal(m_, (uint32_t)(m));				\
 } while (0)
 
 #define ASSERT_MUTEX(fd, o, c) do {					\
 	uint32_t o_, c_;						\
-	CHECK_OK(mutex_read(fd, &o_, &c_));				\
+	CHECK_OK(ntr_mutex_read(fd, &o_, &c_));				\
 	assert_int_equal(o_, (uint32_t)(o));				\
 	assert_int_equal(c_, (uint32_t)(c));				\
 } while (0)
 
 #define ASSERT_MUTEX_ABANDONED(fd) do {					\
 	uint32_t o_, c_;						\
-	CHECK_ERR(mutex_read(fd, &o_, &c_), EOWNERDEAD);		\
+	CHECK_ERR(ntr_mutex_read(fd, &o_, &c_), EOWNERDEAD);		\
 	assert_int_equal(o_, 0);					\
 	assert_int_equal(c_, 0);					\
 } while (0)
 
 #define ASSERT_EVENT(fd, man, sig) do {					\
 	uint32_t m_, s_;						\
-	CHECK_OK(event_read(fd, &m_, &s_));				\
+	CHECK_OK(ntr_event_read(fd, &m_, &s_));				\
 	assert_int_equal(m_, (uint32_t)(man));				\
 	assert_int_equal(s_, (uint32_t)(sig));				\
 } while (0)
@@ -155,7 +143,7 @@ bool known_difference_tolerated(void);
 /* A wait with a past deadline (a poll) succeeds and reports index want. */
 #define ASSERT_WAIT_INDEX(want, dev, all, objs, count, owner, alert) do { \
 	uint32_t i_ = POISON32;						\
-	CHECK_OK(wait_objs(dev, all, objs, count, owner, alert, 0, 0, &i_)); \
+	CHECK_OK(ntr_wait(dev, all, objs, count, owner, alert, 0, 0, &i_)); \
 	assert_int_equal(i_, (uint32_t)(want));				\
 } while (0)
 
@@ -163,12 +151,12 @@ bool known_difference_tolerated(void);
  * semaphore then reads (c, m). */
 #define ASSERT_SEM_RELEASE(fd, n, want_prev, c, m) do {		\
 	uint32_t p_ = POISON32;						\
-	assert_int_equal(CHECK_OK(sem_release(fd, n, &p_)), 0);	\
+	assert_int_equal(CHECK_OK(ntr_sem_release(fd, n, &p_)), 0);	\
 	assert_int_equal(p_, (uint32_t)(want_prev));			\
 	ASSERT_SEM(fd, c, m);						\
 } while (0)
 
-/* An event operation (event_set, event_reset, event_pulse) returns 0 and
+/* An event operation (ntr_event_set, ntr_event_reset, ntr_event_pulse) returns 0 and
  * the previous state want_prev; the event then reads (man, sig). */
 #define ASSERT_EVENT_OP(fd, op, want_prev, man, sig) do {		\
 	uint32_t p_ = POISON32;						\

@@ -241,7 +241,7 @@ TEST(wait_with_unwritable_index_is_efault)
 	CHECK_ERR(ioctl(dev, NTSYNC_IOC_WAIT_ALL, at), EFAULT);
 	memcpy(&index, at + off, sizeof(index));
 	assert_int_equal(index, POISON32);
-	CHECK_OK(sem_read(sem, &count, &max));
+	CHECK_OK(ntr_sem_read(sem, &count, &max));
 	print_message("semaphore count after the two waits: %u of %u\n", count, max);
 
 	munmap(map, 2 * page);
@@ -269,8 +269,8 @@ static void check_bad_alert(int dev, uint32_t alert)
 {
 	int sem = NEW_SEM(dev, 1, 1);
 
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
-	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, alert, 0, 0, NULL), EINVAL);
 	ASSERT_SEM(sem, 1, 1);
 	close(sem);
 }
@@ -535,13 +535,13 @@ TEST(objects_outlive_the_device_fd)
 	uint32_t prev = POISON32;
 
 	close(dev);
-	CHECK_OK(sem_release(sem, 2, &prev));
+	CHECK_OK(ntr_sem_release(sem, 2, &prev));
 	assert_int_equal(prev, 0);
 	ASSERT_SEM(sem, 2, 2);
-	CHECK_OK(mutex_unlock(mutex, 4, &prev));
+	CHECK_OK(ntr_mutex_unlock(mutex, 4, &prev));
 	assert_int_equal(prev, 1);
 	ASSERT_MUTEX(mutex, 0, 0);
-	CHECK_OK(event_set(event, &prev));
+	CHECK_OK(ntr_event_set(event, &prev));
 	assert_int_equal(prev, 0);
 	ASSERT_EVENT(event, 0, 1);
 	close(sem);
@@ -570,7 +570,7 @@ TEST(dup_fd_refers_to_the_same_object)
 	int copy = dup(sem);
 
 	assert_true(copy >= 0);
-	CHECK_OK(sem_release(copy, 2, NULL));
+	CHECK_OK(ntr_sem_release(copy, 2, NULL));
 	ASSERT_SEM(sem, 2, 3);
 	close(sem);
 	ASSERT_SEM(copy, 2, 3);
@@ -592,8 +592,8 @@ TEST(objects_are_inherited_across_fork)
 	if (pid == 0) {
 		uint32_t index = POISON32;
 		int ok = wait_any(dev, &sem, 1, 1, 0, &index) == 0 && index == 0 &&
-			 sem_release(sem, 2, NULL) == 0 &&
-			 event_set(event, NULL) == 0;
+			 ntr_sem_release(sem, 2, NULL) == 0 &&
+			 ntr_event_set(event, NULL) == 0;
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -648,7 +648,7 @@ TEST(object_fd_closed_during_wait_still_wakes_through_dup)
 	w = waiter_new(dev, false, &sem, 1, 1);
 	START_BLOCKED(w);
 	close(sem);
-	CHECK_OK(sem_release(copy, 1, NULL));
+	CHECK_OK(ntr_sem_release(copy, 1, NULL));
 	ASSERT_SEM(copy, 0, 1);
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
@@ -665,7 +665,7 @@ TEST(device_fd_closed_during_wait_still_wakes)
 
 	START_BLOCKED(w);
 	close(dev);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	ASSERT_SEM(sem, 0, 1);
@@ -713,10 +713,10 @@ TEST(device_node_is_mode_0666_and_opens_for_any_user)
 
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		dev = dev_open();
+		dev = ntr_open();
 		if (dev < 0)
 			_exit(1);
-		_exit(create_sem(dev, 0, 1) >= 0 ? 0 : 3);
+		_exit(ntr_create_sem(dev, 0, 1) >= 0 ? 0 : 3);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
@@ -760,9 +760,9 @@ TEST(many_objects_and_instances)
 static int create_kind(int dev, unsigned int kind)
 {
 	switch (kind % 3) {
-	case 0: return create_sem(dev, 1, 2);
-	case 1: return create_mutex(dev, 0, 0);
-	default: return create_event(dev, 0, 1);
+	case 0: return ntr_create_sem(dev, 1, 2);
+	case 1: return ntr_create_mutex(dev, 0, 0);
+	default: return ntr_create_event(dev, 0, 1);
 	}
 }
 
@@ -828,13 +828,13 @@ static int emfile_child(int dev)
 	fd = objs[--n];
 	CHILD_EXPECT(close(fd) == 0, "close: %s", strerror(errno));
 	errno = 0;
-	objs[n] = create_sem(dev, 1, 2);
+	objs[n] = ntr_create_sem(dev, 1, 2);
 	err = errno;
 	CHILD_EXPECT(objs[n] == fd, "create after a close: expected fd %d, "
 		     "got %d/%s", fd, objs[n], errname(err));
 	n++;
 	errno = 0;
-	fd = create_event(dev, 0, 1);
+	fd = ntr_create_event(dev, 0, 1);
 	err = errno;
 	CHILD_EXPECT(fd == -1 && err == EMFILE, "create with the table full "
 		     "again: expected EMFILE, got %d/%s", fd, errname(err));
@@ -844,10 +844,10 @@ static int emfile_child(int dev)
 		     "wait-any at the limit: %s", errname(errno));
 	CHILD_EXPECT(index == 0, "wait-any at the limit: index %u, expected 0",
 		     index);
-	CHILD_EXPECT(sem_read(objs[0], &count, &max) == 0 && count == 0 &&
+	CHILD_EXPECT(ntr_sem_read(objs[0], &count, &max) == 0 && count == 0 &&
 		     max == 2, "semaphore after the wait: count %u max %u",
 		     count, max);
-	CHILD_EXPECT(sem_release(objs[n - 1], 1, &count) == 0 && count == 1,
+	CHILD_EXPECT(ntr_sem_release(objs[n - 1], 1, &count) == 0 && count == 1,
 		     "release of the re-created semaphore: previous %u", count);
 	for (unsigned int i = 0; i < n; i++)
 		close(objs[i]);

@@ -83,17 +83,17 @@ static void event_op_twice(int (*op)(int, uint32_t *), uint32_t from,
 
 TEST(event_set_returns_previous_state)
 {
-	event_op_twice(event_set, 0, 1);
+	event_op_twice(ntr_event_set, 0, 1);
 }
 
 TEST(event_reset_returns_previous_state)
 {
-	event_op_twice(event_reset, 1, 0);
+	event_op_twice(ntr_event_reset, 1, 0);
 }
 
 TEST(event_pulse_returns_previous_state_and_leaves_unsignaled)
 {
-	event_op_twice(event_pulse, 1, 0);
+	event_op_twice(ntr_event_pulse, 1, 0);
 }
 
 TEST(event_pulse_without_waiters_wakes_nothing_later)
@@ -101,7 +101,7 @@ TEST(event_pulse_without_waiters_wakes_nothing_later)
 	int dev = DEV_OPEN();
 	int event = NEW_EVENT(dev, 1, 0);
 
-	CHECK_OK(event_pulse(event, NULL));
+	CHECK_OK(ntr_event_pulse(event, NULL));
 	CHECK_ERR(wait_any(dev, &event, 1, 1, 0, NULL), ETIMEDOUT);
 	ASSERT_EVENT(event, 1, 0);
 	close(event);

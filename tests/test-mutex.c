@@ -36,7 +36,7 @@ TEST(create_mutex_owner_without_count_is_einval)
 	int dev = DEV_OPEN();
 	int next_fd = lowest_free_fd();
 
-	CHECK_ERR(create_mutex(dev, 1, 0), EINVAL);
+	CHECK_ERR(ntr_create_mutex(dev, 1, 0), EINVAL);
 	assert_int_equal(lowest_free_fd(), next_fd);
 	close(dev);
 }
@@ -46,8 +46,8 @@ TEST(create_mutex_count_without_owner_is_einval)
 	int dev = DEV_OPEN();
 	int next_fd = lowest_free_fd();
 
-	CHECK_ERR(create_mutex(dev, 0, 1), EINVAL);
-	CHECK_ERR(create_mutex(dev, 0, UINT32_MAX), EINVAL);
+	CHECK_ERR(ntr_create_mutex(dev, 0, 1), EINVAL);
+	CHECK_ERR(ntr_create_mutex(dev, 0, UINT32_MAX), EINVAL);
 	assert_int_equal(lowest_free_fd(), next_fd);
 	close(dev);
 }
@@ -91,9 +91,9 @@ TEST(mutex_unlock_owner_zero_is_einval)
 	int mutex = NEW_MUTEX(dev, 1, 1);
 	int unowned = NEW_MUTEX(dev, 0, 0);
 
-	CHECK_ERR(mutex_unlock(mutex, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_mutex_unlock(mutex, 0, NULL), EINVAL);
 	ASSERT_MUTEX(mutex, 1, 1);
-	CHECK_ERR(mutex_unlock(unowned, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_mutex_unlock(unowned, 0, NULL), EINVAL);
 	ASSERT_MUTEX(unowned, 0, 0);
 	close(mutex);
 	close(unowned);
@@ -106,7 +106,7 @@ TEST(mutex_unlock_by_other_owner_is_eperm)
 	int mutex = NEW_MUTEX(dev, 1, 2);
 	uint32_t prev = POISON32;
 
-	CHECK_ERR(mutex_unlock(mutex, 2, &prev), EPERM);
+	CHECK_ERR(ntr_mutex_unlock(mutex, 2, &prev), EPERM);
 	ASSERT_MUTEX(mutex, 1, 2);
 	close(mutex);
 	close(dev);
@@ -117,7 +117,7 @@ TEST(mutex_unlock_unowned_is_eperm)
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 0, 0);
 
-	CHECK_ERR(mutex_unlock(mutex, 1, NULL), EPERM);
+	CHECK_ERR(ntr_mutex_unlock(mutex, 1, NULL), EPERM);
 	ASSERT_MUTEX(mutex, 0, 0);
 	close(mutex);
 	close(dev);
@@ -161,7 +161,7 @@ TEST(mutex_recursion_up_to_u32_max)
 	CHECK_ERR(wait_any(dev, &mutex, 1, 5, 0, NULL), ETIMEDOUT);
 	CHECK_ERR(wait_all(dev, &mutex, 1, 5, 0, NULL), ETIMEDOUT);
 	ASSERT_MUTEX(mutex, 5, UINT32_MAX);
-	CHECK_OK(mutex_unlock(mutex, 5, &prev));
+	CHECK_OK(ntr_mutex_unlock(mutex, 5, &prev));
 	assert_int_equal(prev, UINT32_MAX);
 	ASSERT_MUTEX(mutex, 5, UINT32_MAX - 1);
 	close(mutex);
@@ -185,7 +185,7 @@ TEST(mutex_kill_abandons_the_mutex)
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 3, 4);
 
-	assert_int_equal(CHECK_OK(mutex_kill(mutex, 3)), 0);
+	assert_int_equal(CHECK_OK(ntr_mutex_kill(mutex, 3)), 0);
 	ASSERT_MUTEX_ABANDONED(mutex);
 	close(mutex);
 	close(dev);
@@ -197,7 +197,7 @@ TEST(mutex_read_of_abandoned_mutex_is_eownerdead_with_zeros)
 	int mutex = NEW_MUTEX(dev, 3, 4);
 	struct ntsync_mutex_args args;
 
-	CHECK_OK(mutex_kill(mutex, 3));
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
 	memset(&args, 0xcc, sizeof(args));
 	CHECK_ERR(ioctl(mutex, NTSYNC_IOC_MUTEX_READ, &args), EOWNERDEAD);
 	assert_int_equal(args.owner, 0);
@@ -214,9 +214,9 @@ TEST(mutex_kill_owner_zero_is_einval)
 	int mutex = NEW_MUTEX(dev, 3, 1);
 	int unowned = NEW_MUTEX(dev, 0, 0);
 
-	CHECK_ERR(mutex_kill(mutex, 0), EINVAL);
+	CHECK_ERR(ntr_mutex_kill(mutex, 0), EINVAL);
 	ASSERT_MUTEX(mutex, 3, 1);
-	CHECK_ERR(mutex_kill(unowned, 0), EINVAL);
+	CHECK_ERR(ntr_mutex_kill(unowned, 0), EINVAL);
 	ASSERT_MUTEX(unowned, 0, 0);
 	close(mutex);
 	close(unowned);
@@ -228,7 +228,7 @@ TEST(mutex_kill_by_non_owner_is_eperm)
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 3, 2);
 
-	CHECK_ERR(mutex_kill(mutex, 4), EPERM);
+	CHECK_ERR(ntr_mutex_kill(mutex, 4), EPERM);
 	ASSERT_MUTEX(mutex, 3, 2);
 	close(mutex);
 	close(dev);
@@ -239,7 +239,7 @@ TEST(mutex_kill_unowned_is_eperm)
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 0, 0);
 
-	CHECK_ERR(mutex_kill(mutex, 4), EPERM);
+	CHECK_ERR(ntr_mutex_kill(mutex, 4), EPERM);
 	ASSERT_MUTEX(mutex, 0, 0);
 	close(mutex);
 	close(dev);
@@ -250,9 +250,9 @@ TEST(mutex_kill_or_unlock_of_abandoned_mutex_is_eperm)
 	int dev = DEV_OPEN();
 	int mutex = NEW_MUTEX(dev, 3, 1);
 
-	CHECK_OK(mutex_kill(mutex, 3));
-	CHECK_ERR(mutex_kill(mutex, 3), EPERM);
-	CHECK_ERR(mutex_unlock(mutex, 3, NULL), EPERM);
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
+	CHECK_ERR(ntr_mutex_kill(mutex, 3), EPERM);
+	CHECK_ERR(ntr_mutex_unlock(mutex, 3, NULL), EPERM);
 	ASSERT_MUTEX_ABANDONED(mutex);
 	close(mutex);
 	close(dev);
@@ -266,7 +266,7 @@ TEST(abandoned_mutex_wait_any_is_eownerdead_and_acquires)
 	int objs[2] = { sem, mutex };
 	uint32_t index = POISON32;
 
-	CHECK_OK(mutex_kill(mutex, 3));
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
 	CHECK_ERR(wait_any(dev, objs, 2, 9, 0, &index), EOWNERDEAD);
 	assert_int_equal(index, 1);
 	/* Owned by the waiter, count 1, no longer abandoned. */
@@ -283,7 +283,7 @@ TEST(abandoned_mutex_reacquired_by_its_dead_owner_id)
 	int mutex = NEW_MUTEX(dev, 3, 2);
 	uint32_t index = POISON32;
 
-	CHECK_OK(mutex_kill(mutex, 3));
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
 	/* Owner ids are not interpreted: the old id may acquire it again. */
 	CHECK_ERR(wait_any(dev, &mutex, 1, 3, 0, &index), EOWNERDEAD);
 	assert_int_equal(index, 0);
@@ -301,7 +301,7 @@ TEST(abandoned_mutex_wait_all_is_eownerdead_and_acquires_all)
 	int objs[3] = { sem, mutex, event };
 	uint32_t index = POISON32;
 
-	CHECK_OK(mutex_kill(mutex, 3));
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
 	CHECK_ERR(wait_all(dev, objs, 3, 9, 0, &index), EOWNERDEAD);
 	assert_int_equal(index, 0);
 	ASSERT_MUTEX(mutex, 9, 1);
@@ -319,9 +319,9 @@ TEST(abandoned_state_cleared_by_one_acquisition)
 	int mutex = NEW_MUTEX(dev, 3, 1);
 	uint32_t index, prev = POISON32;
 
-	CHECK_OK(mutex_kill(mutex, 3));
+	CHECK_OK(ntr_mutex_kill(mutex, 3));
 	CHECK_ERR(wait_any(dev, &mutex, 1, 9, 0, NULL), EOWNERDEAD);
-	CHECK_OK(mutex_unlock(mutex, 9, &prev));
+	CHECK_OK(ntr_mutex_unlock(mutex, 9, &prev));
 	assert_int_equal(prev, 1);
 	ASSERT_MUTEX(mutex, 0, 0);
 	index = POISON32;
@@ -341,7 +341,7 @@ TEST(mutex_kill_after_recursion_resets_count)
 	CHECK_OK(wait_any(dev, &mutex, 1, 4, 0, NULL));
 	CHECK_OK(wait_any(dev, &mutex, 1, 4, 0, NULL));
 	ASSERT_MUTEX(mutex, 4, 3);
-	CHECK_OK(mutex_kill(mutex, 4));
+	CHECK_OK(ntr_mutex_kill(mutex, 4));
 	ASSERT_MUTEX_ABANDONED(mutex);
 	CHECK_ERR(wait_any(dev, &mutex, 1, 5, 0, NULL), EOWNERDEAD);
 	ASSERT_MUTEX(mutex, 5, 1);

@@ -24,9 +24,9 @@ TEST(create_sem_count_above_max_is_einval)
 	int dev = DEV_OPEN();
 	int next_fd = lowest_free_fd();
 
-	CHECK_ERR(create_sem(dev, 3, 2), EINVAL);
-	CHECK_ERR(create_sem(dev, 1, 0), EINVAL);
-	CHECK_ERR(create_sem(dev, UINT32_MAX, UINT32_MAX - 1), EINVAL);
+	CHECK_ERR(ntr_create_sem(dev, 3, 2), EINVAL);
+	CHECK_ERR(ntr_create_sem(dev, 1, 0), EINVAL);
+	CHECK_ERR(ntr_create_sem(dev, UINT32_MAX, UINT32_MAX - 1), EINVAL);
 	/* A failed create leaves no descriptor behind. */
 	assert_int_equal(lowest_free_fd(), next_fd);
 	close(dev);
@@ -157,7 +157,7 @@ TEST(sem_objects_are_independent)
 	int a = NEW_SEM(dev, 0, 5);
 	int b = NEW_SEM(dev, 0, 5);
 
-	CHECK_OK(sem_release(a, 3, NULL));
+	CHECK_OK(ntr_sem_release(a, 3, NULL));
 	ASSERT_SEM(a, 3, 5);
 	ASSERT_SEM(b, 0, 5);
 	close(a);

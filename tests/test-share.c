@@ -183,16 +183,16 @@ static void run_cmd(int sock, const struct cmd *c, const int *fds,
 				ret = -1, errno = EMFILE;
 		break;
 	case OP_OPEN:
-		ret = dev_open();
+		ret = ntr_open();
 		if (ret >= 0)
 			rep->slot = add_slot(ret);
 		break;
 	case OP_CREATE_SEM:
 	case OP_CREATE_MUTEX:
 	case OP_CREATE_EVENT:
-		ret = c->op == OP_CREATE_SEM ? create_sem(slot_fd(c->dev), c->a, c->b) :
-		      c->op == OP_CREATE_MUTEX ? create_mutex(slot_fd(c->dev), c->a, c->b) :
-		      create_event(slot_fd(c->dev), c->a, c->b);
+		ret = c->op == OP_CREATE_SEM ? ntr_create_sem(slot_fd(c->dev), c->a, c->b) :
+		      c->op == OP_CREATE_MUTEX ? ntr_create_mutex(slot_fd(c->dev), c->a, c->b) :
+		      ntr_create_event(slot_fd(c->dev), c->a, c->b);
 		if (ret >= 0)
 			rep->slot = add_slot(ret);
 		break;
@@ -207,31 +207,31 @@ static void run_cmd(int sock, const struct cmd *c, const int *fds,
 			objs[i] = slot_fd(c->slots[i]);
 		if (send_msg(sock, &started, sizeof(started), NULL, 0) < 0)
 			exit(4);
-		ret = wait_objs(slot_fd(c->dev), c->all, objs, n, c->owner,
+		ret = ntr_wait(slot_fd(c->dev), c->all, objs, n, c->owner,
 				c->alert == NO_SLOT ? 0 : (uint32_t)slot_fd(c->alert),
 				0, mono_in_ms(c->timeout_ms), &rep->index);
 		break;
 	}
 	case OP_SEM_RELEASE:
-		ret = sem_release(slot_fd(c->slot), c->a, &u1);
+		ret = ntr_sem_release(slot_fd(c->slot), c->a, &u1);
 		break;
 	case OP_MUTEX_UNLOCK:
-		ret = mutex_unlock(slot_fd(c->slot), c->a, &u1);
+		ret = ntr_mutex_unlock(slot_fd(c->slot), c->a, &u1);
 		break;
 	case OP_MUTEX_KILL:
-		ret = mutex_kill(slot_fd(c->slot), c->a);
+		ret = ntr_mutex_kill(slot_fd(c->slot), c->a);
 		break;
 	case OP_EVENT_SET:
-		ret = event_set(slot_fd(c->slot), &u1);
+		ret = ntr_event_set(slot_fd(c->slot), &u1);
 		break;
 	case OP_SEM_READ:
-		ret = sem_read(slot_fd(c->slot), &u1, &u2);
+		ret = ntr_sem_read(slot_fd(c->slot), &u1, &u2);
 		break;
 	case OP_MUTEX_READ:
-		ret = mutex_read(slot_fd(c->slot), &u1, &u2);
+		ret = ntr_mutex_read(slot_fd(c->slot), &u1, &u2);
 		break;
 	case OP_EVENT_READ:
-		ret = event_read(slot_fd(c->slot), &u1, &u2);
+		ret = ntr_event_read(slot_fd(c->slot), &u1, &u2);
 		break;
 	case OP_CLOSE:
 		ret = close(slot_fd(c->slot));
@@ -600,7 +600,7 @@ TEST(eight_clients_distinct_owners)
 				     .a = OWNER(1) });
 	assert_int_equal(r.err, EPERM);
 	assert_int_equal(r.ret, -1);
-	CHECK_ERR(mutex_unlock(mtx, OWNER(NCLIENTS), NULL), EPERM);
+	CHECK_ERR(ntr_mutex_unlock(mtx, OWNER(NCLIENTS), NULL), EPERM);
 	for (unsigned int i = 1; i < NCLIENTS; i++)
 		start_wait(c[i], 0, false, &s_mtx, 1, OWNER(i), NO_SLOT);
 	for (unsigned int i = 0; i + 1 < NCLIENTS; i++) {
@@ -689,11 +689,11 @@ TEST(killed_owner_mutex_kill_wakes_others_with_eownerdead)
 		assert_still_waiting(c[i]);
 
 	/* the server: "thread OWNER(0) died" */
-	CHECK_ERR(mutex_kill(m1, OWNER(1)), EPERM);
-	assert_int_equal(CHECK_OK(mutex_kill(m1, OWNER(0))), 0);
+	CHECK_ERR(ntr_mutex_kill(m1, OWNER(1)), EPERM);
+	assert_int_equal(CHECK_OK(ntr_mutex_kill(m1, OWNER(0))), 0);
 	wait_result(c[1], EOWNERDEAD, 0);
 	ASSERT_MUTEX(m1, OWNER(1), 1);
-	assert_int_equal(CHECK_OK(mutex_kill(m2, OWNER(0))), 0);
+	assert_int_equal(CHECK_OK(ntr_mutex_kill(m2, OWNER(0))), 0);
 	wait_result(c[2], EOWNERDEAD, 0);
 	ASSERT_MUTEX(m2, OWNER(2), 1);
 	assert_still_waiting(c[3]);

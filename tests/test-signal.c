@@ -84,7 +84,7 @@ TEST(signal_with_sa_restart_restarts_the_wait)
 	}
 	assert_true(atomic_load(&handled) >= 3);
 	assert_false(waiter_done(w));
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	ASSERT_SEM(sem, 0, 1);
@@ -131,17 +131,17 @@ static void race(bool all, bool restart)
 		waiter_setup(w, dev, all, &sem, 1, 1);
 		START_BLOCKED(w);
 		if (i & 1) {
-			sem_release(sem, 1, NULL);
+			ntr_sem_release(sem, 1, NULL);
 			pthread_kill(w->thread, TEST_SIGNAL);
 		} else {
 			pthread_kill(w->thread, TEST_SIGNAL);
-			sem_release(sem, 1, NULL);
+			ntr_sem_release(sem, 1, NULL);
 		}
 		if (!waiter_join(w)) {
 			print_error("round %d: waiter hung\n", i);
 			fail();
 		}
-		CHECK_OK(sem_read(sem, &count, &max));
+		CHECK_OK(ntr_sem_read(sem, &count, &max));
 		if (w->ret == 0 && w->index == 0 && count == 0) {
 			acquired++;
 		} else if (w->ret == -1 && w->err == EINTR && count == 1) {
@@ -212,7 +212,7 @@ TEST(fatal_signal_ends_waiter_process_cleanly)
 	w->state = 2;	/* it will never report */
 	waiter_join(w);
 	/* The killed waiter took nothing and left the object usable. */
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	CHECK_OK(wait_any(dev, &sem, 1, 1, 0, NULL));
 	ASSERT_SEM(sem, 0, 1);
 	waiters_free(w, 1);

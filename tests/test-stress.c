@@ -55,7 +55,7 @@ static int guarded_wait(struct shared *sh, bool all, const int *objs,
 			uint32_t count, uint32_t owner, uint32_t alert,
 			uint32_t *index)
 {
-	int ret = wait_objs(sh->dev, all, objs, count, owner, alert, 0,
+	int ret = ntr_wait(sh->dev, all, objs, count, owner, alert, 0,
 			    mono_in_ms(GUARD_MS), index);
 
 	if (ret < 0 && errno == ETIMEDOUT)
@@ -95,12 +95,12 @@ static void *mutex_worker(void *arg)
 		if (recurse) {
 			if (guarded_wait(sh, false, sh->objs, 1, owner, 0, &index) < 0)
 				note_error(sh, "recursive wait failed", me->id, i);
-			if (mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 2)
+			if (ntr_mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 2)
 				note_error(sh, "recursive unlock: previous count not 2", me->id, i);
 		}
 		if (atomic_exchange(&sh->holder[0], 0) != me->id + 1)
 			note_error(sh, "holder changed under us", me->id, i);
-		if (mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 1)
+		if (ntr_mutex_unlock(sh->objs[0], owner, &prev) < 0 || prev != 1)
 			note_error(sh, "unlock: previous count not 1", me->id, i);
 		atomic_fetch_add(&sh->done[me->id], 1);
 	}
@@ -145,7 +145,7 @@ static void *sem_worker(void *arg)
 		if (in > 2)
 			note_error(sh, "more holders than the semaphore's count", me->id, i);
 		atomic_fetch_sub(&sh->inside, 1);
-		if (sem_release(sh->objs[0], 1, &prev) < 0 || prev > 1)
+		if (ntr_sem_release(sh->objs[0], 1, &prev) < 0 || prev > 1)
 			note_error(sh, "release failed or previous count > 1", me->id, i);
 		atomic_fetch_add(&sh->done[me->id], 1);
 	}
@@ -198,9 +198,9 @@ static void *philosopher(void *arg)
 			note_error(sh, "mutex held twice", me->id, i);
 		atomic_store(&sh->holder[a], 0);
 		atomic_store(&sh->holder[b], 0);
-		if (mutex_unlock(sh->objs[a], owner, &prev) < 0 || prev != 1 ||
-		    mutex_unlock(sh->objs[b], owner, &prev) < 0 || prev != 1 ||
-		    sem_release(sh->objs[THREADS], 1, NULL) < 0)
+		if (ntr_mutex_unlock(sh->objs[a], owner, &prev) < 0 || prev != 1 ||
+		    ntr_mutex_unlock(sh->objs[b], owner, &prev) < 0 || prev != 1 ||
+		    ntr_sem_release(sh->objs[THREADS], 1, NULL) < 0)
 			note_error(sh, "release failed", me->id, i);
 		atomic_fetch_add(&sh->done[me->id], 1);
 	}
@@ -226,7 +226,7 @@ static void *any_taker(void *arg)
 		if (atomic_exchange(&sh->holder[index], 100) != 0)
 			note_error(sh, "mutex held twice", me->id, i);
 		atomic_store(&sh->holder[index], 0);
-		if (mutex_unlock(sh->objs[index], owner, &prev) < 0 || prev != 1)
+		if (ntr_mutex_unlock(sh->objs[index], owner, &prev) < 0 || prev != 1)
 			note_error(sh, "unlock failed", me->id, i);
 		atomic_fetch_add(&sh->done[me->id], 1);
 	}
@@ -308,12 +308,12 @@ static void *storm_driver(void *arg)
 		uint32_t prev = POISON32;
 
 		if (i % 3 == 0) {
-			if (sem_release(sh->objs[0], 1, &prev) == 0)
+			if (ntr_sem_release(sh->objs[0], 1, &prev) == 0)
 				atomic_fetch_add(&sh->done[0], 1);
 			else if (errno != EOVERFLOW)
 				note_error(sh, "release failed", me->id, i);
 		} else {
-			if (event_set(sh->objs[2], &prev) < 0 || prev > 1)
+			if (ntr_event_set(sh->objs[2], &prev) < 0 || prev > 1)
 				note_error(sh, "set failed", me->id, i);
 			else if (prev == 0)
 				atomic_fetch_add(&sh->done[1], 1);
@@ -321,7 +321,7 @@ static void *storm_driver(void *arg)
 		if (i % 64 == 0)
 			sched_yield();
 	}
-	if (event_set(sh->objs[1], NULL) < 0)
+	if (ntr_event_set(sh->objs[1], NULL) < 0)
 		note_error(sh, "quit failed", me->id, 0);
 	return NULL;
 }
@@ -340,8 +340,8 @@ TEST(alert_storm_accounts_for_every_acquisition)
 	run_workers(sh, storm_driver, THREADS);
 	assert_int_equal(atomic_load(&sh->errors), 0);
 	assert_int_equal(atomic_load(&sh->timeouts), 0);
-	CHECK_OK(sem_read(sh->objs[0], &count, &max));
-	CHECK_OK(event_read(sh->objs[2], &manual, &signaled));
+	CHECK_OK(ntr_sem_read(sh->objs[0], &count, &max));
+	CHECK_OK(ntr_event_read(sh->objs[2], &manual, &signaled));
 	print_message("%ld semaphore and %ld alert acquisitions\n",
 		      atomic_load(&sh->sem_acquired), atomic_load(&sh->alert_acquired));
 	assert_int_equal(atomic_load(&sh->sem_acquired) + count,
@@ -368,15 +368,15 @@ static void *toggle_worker(void *arg)
 			int r;
 
 			switch (i % 3) {
-			case 0: r = event_set(sh->objs[0], &prev); break;
-			case 1: r = event_reset(sh->objs[0], &prev); break;
-			default: r = event_pulse(sh->objs[0], &prev); break;
+			case 0: r = ntr_event_set(sh->objs[0], &prev); break;
+			case 1: r = ntr_event_reset(sh->objs[0], &prev); break;
+			default: r = ntr_event_pulse(sh->objs[0], &prev); break;
 			}
 			if (r < 0 || prev > 1)
 				note_error(sh, "event op failed", me->id, i);
 		}
 		atomic_store(&sh->stop, 1);
-		event_set(sh->objs[0], NULL);
+		ntr_event_set(sh->objs[0], NULL);
 		return NULL;
 	}
 	for (long i = 0; !atomic_load(&sh->stop); i++) {
@@ -466,7 +466,7 @@ static void *race_waiter(void *arg)
 
 	for (unsigned long i = 0; !atomic_load(&r->stop); i++) {
 		uint32_t index = POISON32;
-		int ret = wait_objs(r->dev, false, r->objs, r->count, 1,
+		int ret = ntr_wait(r->dev, false, r->objs, r->count, 1,
 				    r->alert, 0, race_deadline(i), &index);
 
 		if (ret < 0 && errno == ETIMEDOUT) {
@@ -492,13 +492,13 @@ static bool race_target_signaled(struct race *r)
 	uint32_t a, b;
 
 	if (r->event) {
-		if (event_read(r->target, &a, &b) < 0) {
+		if (ntr_event_read(r->target, &a, &b) < 0) {
 			race_error(r, "event read", errno);
 			return false;
 		}
 		return b != 0;
 	}
-	if (sem_read(r->target, &a, &b) < 0) {
+	if (ntr_sem_read(r->target, &a, &b) < 0) {
 		race_error(r, "semaphore read", errno);
 		return false;
 	}
@@ -522,12 +522,12 @@ static void *race_signaler(void *arg)
 			sched_yield();
 		}
 		if (r->event) {
-			if (event_set(r->target, &prev) < 0)
+			if (ntr_event_set(r->target, &prev) < 0)
 				race_error(r, "event set", errno);
 			else if (prev == 0)
 				atomic_fetch_add(&r->released, 1);
 		} else {
-			if (sem_release(r->target, 1, &prev) < 0)
+			if (ntr_sem_release(r->target, 1, &prev) < 0)
 				race_error(r, "semaphore release", errno);
 			else
 				atomic_fetch_add(&r->released, 1);
@@ -554,10 +554,10 @@ static void run_race(struct race *r)
 		pthread_join(waiters[i], NULL);
 
 	if (r->event) {
-		CHECK_OK(event_read(r->target, &a, &b));
+		CHECK_OK(ntr_event_read(r->target, &a, &b));
 		left = b;
 	} else {
-		CHECK_OK(sem_read(r->target, &a, &b));
+		CHECK_OK(ntr_sem_read(r->target, &a, &b));
 		left = a;
 	}
 	print_message("%ld releases, %ld acquisitions, %ld time-outs, "
@@ -678,7 +678,7 @@ static void *poll_juggler(void *arg)
 	for (i = 0; i < r->moves && !atomic_load(&r->errors); i++) {
 		int from = i % 2 ? a : b, to = i % 2 ? b : a;
 
-		if (event_set(to, NULL) < 0 || event_reset(from, NULL) < 0) {
+		if (ntr_event_set(to, NULL) < 0 || ntr_event_reset(from, NULL) < 0) {
 			if (atomic_fetch_add(&r->errors, 1) < 5)
 				fprintf(stderr, "event set/reset: %s\n", errname(errno));
 			break;
@@ -698,7 +698,7 @@ static void *poll_poller(void *arg)
 
 	while (!atomic_load(&r->stop)) {
 		uint32_t index = POISON32;
-		int ret = wait_objs(r->dev, false, r->objs, count, 1, r->alert,
+		int ret = ntr_wait(r->dev, false, r->objs, count, 1, r->alert,
 				    0, 0, &index);
 
 		atomic_fetch_add(&r->polls, 1);
@@ -791,7 +791,7 @@ static void *all_alert_setter(void *arg)
 	uint64_t end = now_ns(CLOCK_MONOTONIC) + POLL_SECONDS * NSEC_PER_SEC;
 
 	for (unsigned long i = 0; !atomic_load(&r->errors); i++) {
-		if (event_set(r->alert, NULL) < 0) {
+		if (ntr_event_set(r->alert, NULL) < 0) {
 			atomic_fetch_add(&r->errors, 1);
 			break;
 		}
@@ -809,7 +809,7 @@ static void *all_alert_waiter(void *arg)
 	for (unsigned long i = 0; !atomic_load(&r->stop); i++) {
 		uint32_t index = POISON32;
 		uint64_t deadline = i % 2 ? 0 : now_ns(CLOCK_MONOTONIC) + 20000;
-		int ret = wait_objs(r->dev, true, &r->obj, 1, 1,
+		int ret = ntr_wait(r->dev, true, &r->obj, 1, 1,
 				    (uint32_t)r->alert, 0, deadline, &index);
 
 		atomic_fetch_add(&r->waits, 1);

@@ -60,9 +60,9 @@ TEST(realtime_past_deadline_times_out_at_once)
 	int sem = NEW_SEM(dev, 0, 1);
 	uint64_t past = now_ns(CLOCK_REALTIME) - NSEC_PER_SEC;
 
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, 0, NULL), ETIMEDOUT);
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
-	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, 0, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, past, NULL), ETIMEDOUT);
 	ASSERT_SEM(sem, 0, 1);
 	close(sem);
 	close(dev);
@@ -89,10 +89,10 @@ TEST(realtime_deadline_expires_not_before_it)
 	int sem = NEW_SEM(dev, 0, 1);
 	uint64_t deadline = rt_in_ms(SHORT_MS);
 
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
 	assert_true(now_ns(CLOCK_REALTIME) >= deadline);
 	deadline = rt_in_ms(SHORT_MS);
-	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME, deadline, NULL), ETIMEDOUT);
 	assert_true(now_ns(CLOCK_REALTIME) >= deadline);
 	close(sem);
 	close(dev);
@@ -126,7 +126,7 @@ TEST(monotonic_is_the_default_clock)
 	w = waiter_new(dev, false, &sem, 1, 1);
 	w->timeout = now_ns(CLOCK_REALTIME);
 	START_BLOCKED(w);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	ASSERT_SEM(sem, 0, 1);
@@ -146,7 +146,7 @@ static void u64_max_wait(bool all, uint32_t flags)
 	START_BLOCKED(w);
 	sleep_ms(SHORT_MS);
 	assert_false(waiter_done(w));
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	ASSERT_SEM(sem, 0, 1);
@@ -198,7 +198,7 @@ TEST(realtime_deadline_follows_clock_settime)
 	START_BLOCKED(w);
 	if (shift_realtime(120)) {
 		err = errno;
-		sem_release(sem, 1, NULL);
+		ntr_sem_release(sem, 1, NULL);
 		waiter_join(w);
 		print_message("clock_settime: %s\n", strerror(err));
 		skip();
@@ -234,7 +234,7 @@ TEST(monotonic_deadline_ignores_clock_settime)
 	START_BLOCKED(w);
 	if (shift_realtime(120)) {
 		err = errno;
-		sem_release(sem, 1, NULL);
+		ntr_sem_release(sem, 1, NULL);
 		waiter_join(w);
 		print_message("clock_settime: %s\n", strerror(err));
 		skip();
@@ -242,7 +242,7 @@ TEST(monotonic_deadline_ignores_clock_settime)
 	sleep_ms(SHORT_MS);
 	early = waiter_done(w);
 	shift_realtime(-120);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	JOIN(w);
 	assert_false(early);
 	ASSERT_WAITER_OK(w, 0);
@@ -310,7 +310,7 @@ static int ns_body(int dev, int sem, enum ns_case c, uint64_t parent_mono)
 		return ret == -1 && errno == ETIMEDOUT ? NS_PASS : NS_WRONG_ERRNO;
 	case NS_REALTIME:
 		deadline = rt_in_ms(SHORT_MS);
-		ret = wait_objs(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME,
+		ret = ntr_wait(dev, false, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME,
 				deadline, &index);
 		if (ret == -1 && errno == EINTR)
 			return NS_HUNG;

@@ -73,7 +73,7 @@ TEST(wait_any_same_event_in_objs_and_alert_reports_objs_index)
 	int objs[2] = { other, event };
 	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, false, objs, 2, 1, event, 0, 0, &index));
+	CHECK_OK(ntr_wait(dev, false, objs, 2, 1, event, 0, 0, &index));
 	assert_int_equal(index, 1);
 	ASSERT_EVENT(event, 0, 0);
 	close(other);
@@ -118,7 +118,7 @@ TEST(wait_all_object_also_as_alert_is_einval)
 	int event = NEW_EVENT(dev, 0, 1);
 	int objs[2] = { sem, event };
 
-	CHECK_ERR(wait_objs(dev, true, objs, 2, 1, event, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, true, objs, 2, 1, event, 0, 0, NULL), EINVAL);
 	ASSERT_SEM(sem, 1, 1);
 	ASSERT_EVENT(event, 0, 1);
 	close(sem);
@@ -167,7 +167,7 @@ TEST(wait_any_64_objects_plus_alert)
 
 	for (int i = 0; i < MAXC; i++)
 		objs[i] = NEW_SEM(dev, 0, 1);
-	CHECK_OK(wait_objs(dev, false, objs, MAXC, 1, alert, 0, 0, &index));
+	CHECK_OK(ntr_wait(dev, false, objs, MAXC, 1, alert, 0, 0, &index));
 	assert_int_equal(index, MAXC);
 	ASSERT_EVENT(alert, 0, 0);
 	close_all(objs, MAXC);
@@ -223,7 +223,7 @@ TEST(wait_any_zero_objects_with_alert_returns_index_zero)
 	int alert = NEW_EVENT(dev, 1, 1);
 	uint32_t index = POISON32;
 
-	CHECK_OK(wait_objs(dev, false, NULL, 0, 1, alert, 0, 0, &index));
+	CHECK_OK(ntr_wait(dev, false, NULL, 0, 1, alert, 0, 0, &index));
 	assert_int_equal(index, 0);
 	close(alert);
 	close(dev);
@@ -251,7 +251,7 @@ TEST(wait_any_alert_returns_count)
 	ASSERT_EVENT(alert, 0, 0);
 	ASSERT_SEM(objs[0], 0, 1);
 	ASSERT_MUTEX(objs[1], 5, 1);
-	CHECK_ERR(wait_objs(dev, false, objs, 2, 1, alert, 0, 0, NULL), ETIMEDOUT);
+	CHECK_ERR(ntr_wait(dev, false, objs, 2, 1, alert, 0, 0, NULL), ETIMEDOUT);
 	close_all(objs, 2);
 	close(alert);
 	close(dev);
@@ -381,8 +381,8 @@ TEST(wait_unknown_flags_are_einval)
 	static const uint32_t bad[] = { 0x2, 0x3, 0x80000000U, 0xffffffffU };
 
 	for (unsigned int i = 0; i < ARRAY_LEN(bad); i++) {
-		CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, 0, bad[i], 0, NULL), EINVAL);
-		CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, 0, bad[i], 0, NULL), EINVAL);
+		CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, 0, bad[i], 0, NULL), EINVAL);
+		CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, 0, bad[i], 0, NULL), EINVAL);
 	}
 	ASSERT_SEM(sem, 1, 1);
 	close(sem);
@@ -448,10 +448,10 @@ TEST(wait_alert_that_is_not_an_event_is_einval)
 	alert_sem = NEW_SEM(dev, 1, 1);
 	alert_mutex = NEW_MUTEX(dev, 0, 0);
 
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
-	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
-	CHECK_ERR(wait_objs(dev, false, &sem, 1, 1, alert_mutex, 0, 0, NULL), EINVAL);
-	CHECK_ERR(wait_objs(dev, true, &sem, 1, 1, alert_mutex, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, alert_sem, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, false, &sem, 1, 1, alert_mutex, 0, 0, NULL), EINVAL);
+	CHECK_ERR(ntr_wait(dev, true, &sem, 1, 1, alert_mutex, 0, 0, NULL), EINVAL);
 	ASSERT_SEM(alert_sem, 1, 1);
 	ASSERT_MUTEX(alert_mutex, 0, 0);
 	close(sem);

@@ -38,7 +38,7 @@ TEST(sem_release_wakes_waiting_thread)
 	uint32_t prev = POISON32;
 
 	START_BLOCKED(w);
-	CHECK_OK(sem_release(sem, 1, &prev));
+	CHECK_OK(ntr_sem_release(sem, 1, &prev));
 	assert_int_equal(prev, 0);
 	/* The waiter took the count as part of the release. */
 	ASSERT_SEM(sem, 0, 1);
@@ -59,12 +59,12 @@ TEST(sem_release_of_n_wakes_n_waiters)
 		waiter_setup(&w[i], dev, false, &sem, 1, 1);
 		START_BLOCKED(&w[i]);
 	}
-	CHECK_OK(sem_release(sem, 2, NULL));
+	CHECK_OK(ntr_sem_release(sem, 2, NULL));
 	ASSERT_SEM(sem, 0, 5);
 	assert_int_equal(waiters_until_done(w, 3, 2), 2);
 	sleep_ms(SHORT_MS);
 	assert_int_equal(count_done(w, 3), 2);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	ASSERT_SEM(sem, 0, 5);
 	assert_int_equal(waiters_until_done(w, 3, 3), 3);
 	join_all(w, 3);
@@ -85,7 +85,7 @@ TEST(sem_release_beyond_waiters_keeps_the_rest)
 		waiter_setup(&w[i], dev, false, &sem, 1, 1);
 		START_BLOCKED(&w[i]);
 	}
-	CHECK_OK(sem_release(sem, 5, NULL));
+	CHECK_OK(ntr_sem_release(sem, 5, NULL));
 	ASSERT_SEM(sem, 3, 5);
 	join_all(w, 2);
 	ASSERT_WAITER_OK(&w[0], 0);
@@ -107,9 +107,9 @@ TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
 	START_BLOCKED(&w[0]);
 	waiter_setup(&w[1], dev, false, &mutex, 1, 3);
 	START_BLOCKED(&w[1]);
-	CHECK_OK(mutex_unlock(mutex, 1, &prev));
+	CHECK_OK(ntr_mutex_unlock(mutex, 1, &prev));
 	assert_int_equal(prev, 1);
-	CHECK_OK(mutex_read(mutex, &owner, &count));
+	CHECK_OK(ntr_mutex_read(mutex, &owner, &count));
 	assert_int_equal(count, 1);
 	assert_true(owner == 2 || owner == 3);
 	first = owner == 2 ? 0 : 1;
@@ -117,7 +117,7 @@ TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
 	assert_true(waiter_done(&w[first]));
 	sleep_ms(SHORT_MS);
 	assert_false(waiter_done(&w[!first]));
-	CHECK_OK(mutex_unlock(mutex, owner, NULL));
+	CHECK_OK(ntr_mutex_unlock(mutex, owner, NULL));
 	ASSERT_MUTEX(mutex, first ? 2 : 3, 1);
 	join_all(w, 2);
 	ASSERT_WAITER_OK(&w[0], 0);
@@ -134,9 +134,9 @@ TEST(mutex_recursive_unlock_wakes_only_at_zero)
 	struct waiter *w = waiter_new(dev, false, &mutex, 1, 2);
 
 	START_BLOCKED(w);
-	CHECK_OK(mutex_unlock(mutex, 1, NULL));
+	CHECK_OK(ntr_mutex_unlock(mutex, 1, NULL));
 	ASSERT_MUTEX(mutex, 1, 1);
-	CHECK_OK(mutex_unlock(mutex, 1, NULL));
+	CHECK_OK(ntr_mutex_unlock(mutex, 1, NULL));
 	ASSERT_MUTEX(mutex, 2, 1);
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
@@ -154,7 +154,7 @@ TEST(mutex_kill_wakes_waiter_with_eownerdead)
 	struct waiter *w = waiter_new(dev, false, objs, 2, 2);
 
 	START_BLOCKED(w);
-	CHECK_OK(mutex_kill(mutex, 1));
+	CHECK_OK(ntr_mutex_kill(mutex, 1));
 	ASSERT_MUTEX(mutex, 2, 1);
 	JOIN(w);
 	ASSERT_WAITER_ERR(w, EOWNERDEAD);
@@ -174,7 +174,7 @@ TEST(mutex_kill_wakes_wait_all_with_eownerdead)
 	struct waiter *w = waiter_new(dev, true, objs, 2, 2);
 
 	START_BLOCKED(w);
-	CHECK_OK(mutex_kill(mutex, 1));
+	CHECK_OK(ntr_mutex_kill(mutex, 1));
 	JOIN(w);
 	ASSERT_WAITER_ERR(w, EOWNERDEAD);
 	assert_int_equal(w->index, 0);
@@ -205,7 +205,7 @@ static void event_wakes(uint32_t manual, int (*op)(int, uint32_t *),
 	sleep_ms(SHORT_MS);
 	assert_int_equal(count_done(w, 2), expect_woken);
 	if (expect_woken < 2) {
-		CHECK_OK(event_set(event, NULL));
+		CHECK_OK(ntr_event_set(event, NULL));
 		assert_int_equal(waiters_until_done(w, 2, 2), 2);
 	}
 	join_all(w, 2);
@@ -218,22 +218,22 @@ static void event_wakes(uint32_t manual, int (*op)(int, uint32_t *),
 
 TEST(auto_event_set_wakes_one_waiter)
 {
-	event_wakes(0, event_set, 1, 0);
+	event_wakes(0, ntr_event_set, 1, 0);
 }
 
 TEST(manual_event_set_wakes_all_waiters)
 {
-	event_wakes(1, event_set, 2, 1);
+	event_wakes(1, ntr_event_set, 2, 1);
 }
 
 TEST(auto_event_pulse_wakes_one_of_two_waiters)
 {
-	event_wakes(0, event_pulse, 1, 0);
+	event_wakes(0, ntr_event_pulse, 1, 0);
 }
 
 TEST(manual_event_pulse_wakes_both_waiters)
 {
-	event_wakes(1, event_pulse, 2, 0);
+	event_wakes(1, ntr_event_pulse, 2, 0);
 }
 
 TEST(event_reset_wakes_nobody)
@@ -243,10 +243,10 @@ TEST(event_reset_wakes_nobody)
 	struct waiter *w = waiter_new(dev, false, &event, 1, 1);
 
 	START_BLOCKED(w);
-	CHECK_OK(event_reset(event, NULL));
+	CHECK_OK(ntr_event_reset(event, NULL));
 	sleep_ms(SHORT_MS);
 	assert_false(waiter_done(w));
-	CHECK_OK(event_set(event, NULL));
+	CHECK_OK(ntr_event_set(event, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	waiters_free(w, 1);
@@ -288,23 +288,23 @@ static void fifo_order(int dev, int obj, uint32_t same_owner,
 
 static int release_one(int sem)
 {
-	return sem_release(sem, 1, NULL);
+	return ntr_sem_release(sem, 1, NULL);
 }
 
 static int set_event(int event)
 {
-	return event_set(event, NULL);
+	return ntr_event_set(event, NULL);
 }
 
 static int unlock_current(int mutex)
 {
 	uint32_t owner, count;
 
-	if (mutex_read(mutex, &owner, &count) < 0)
+	if (ntr_mutex_read(mutex, &owner, &count) < 0)
 		return -1;
 	if (!owner)
 		return -1;
-	return mutex_unlock(mutex, owner, NULL);
+	return ntr_mutex_unlock(mutex, owner, NULL);
 }
 
 TEST(sem_waiters_woken_in_fifo_order)
@@ -339,18 +339,18 @@ TEST(wait_all_woken_only_when_all_signaled_at_once)
 
 	START_BLOCKED(w);
 	/* Event alone: not enough. */
-	CHECK_OK(event_set(event, NULL));
+	CHECK_OK(ntr_event_set(event, NULL));
 	ASSERT_EVENT(event, 0, 1);
 	/* Someone else takes the event. */
 	CHECK_OK(wait_any(dev, &event, 1, 9, 0, &index));
 	ASSERT_EVENT(event, 0, 0);
 	/* Semaphore alone: not enough either, and not consumed. */
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	ASSERT_SEM(sem, 1, 2);
 	sleep_ms(SHORT_MS);
 	assert_false(waiter_done(w));
 	/* Now both at once: acquired together. */
-	CHECK_OK(event_set(event, NULL));
+	CHECK_OK(ntr_event_set(event, NULL));
 	ASSERT_SEM(sem, 0, 2);
 	ASSERT_EVENT(event, 0, 0);
 	JOIN(w);
@@ -370,9 +370,9 @@ TEST(wait_all_woken_by_mutex_unlock_and_sem_release)
 	struct waiter *w = waiter_new(dev, true, objs, 2, 6);
 
 	START_BLOCKED(w);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	ASSERT_SEM(sem, 1, 1);
-	CHECK_OK(mutex_unlock(mutex, 5, NULL));
+	CHECK_OK(ntr_mutex_unlock(mutex, 5, NULL));
 	ASSERT_MUTEX(mutex, 6, 1);
 	ASSERT_SEM(sem, 0, 1);
 	JOIN(w);
@@ -392,7 +392,7 @@ TEST(wait_any_woken_by_alert_returns_count)
 
 	w->alert = (uint32_t)alert;
 	START_BLOCKED(w);
-	CHECK_OK(event_set(alert, NULL));
+	CHECK_OK(ntr_event_set(alert, NULL));
 	ASSERT_EVENT(alert, 0, 0);
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 2);
@@ -412,7 +412,7 @@ TEST(wait_all_woken_by_alert_returns_count)
 
 	w->alert = (uint32_t)alert;
 	START_BLOCKED(w);
-	CHECK_OK(event_set(alert, NULL));
+	CHECK_OK(ntr_event_set(alert, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 2);
 	ASSERT_SEM(objs[0], 1, 1);
@@ -431,7 +431,7 @@ TEST(wait_any_woken_by_second_object_reports_its_index)
 	struct waiter *w = waiter_new(dev, false, objs, 3, 1);
 
 	START_BLOCKED(w);
-	CHECK_OK(mutex_unlock(objs[2], 4, NULL));
+	CHECK_OK(ntr_mutex_unlock(objs[2], 4, NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 2);
 	ASSERT_MUTEX(objs[2], 1, 1);
@@ -449,7 +449,7 @@ TEST(waiter_process_woken_by_sem_release)
 
 	w->process = true;
 	START_BLOCKED(w);
-	CHECK_OK(sem_release(sem, 1, NULL));
+	CHECK_OK(ntr_sem_release(sem, 1, NULL));
 	ASSERT_SEM(sem, 0, 1);
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
@@ -469,7 +469,7 @@ TEST(waiter_processes_woken_by_manual_event)
 		w[i].process = true;
 		START_BLOCKED(&w[i]);
 	}
-	CHECK_OK(event_set(event, NULL));
+	CHECK_OK(ntr_event_set(event, NULL));
 	join_all(w, 2);
 	ASSERT_WAITER_OK(&w[0], 0);
 	ASSERT_WAITER_OK(&w[1], 0);
@@ -486,7 +486,7 @@ TEST(waiter_process_woken_by_mutex_kill)
 
 	w->process = true;
 	START_BLOCKED(w);
-	CHECK_OK(mutex_kill(mutex, 1));
+	CHECK_OK(ntr_mutex_kill(mutex, 1));
 	JOIN(w);
 	ASSERT_WAITER_ERR(w, EOWNERDEAD);
 	assert_int_equal(w->index, 0);
@@ -508,7 +508,7 @@ TEST(thread_woken_by_child_process)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		sleep_ms(SHORT_MS);
-		_exit(event_set(event, NULL) == 0 ? 0 : 1);
+		_exit(ntr_event_set(event, NULL) == 0 ? 0 : 1);
 	}
 	CHECK_OK(wait_any(dev, &event, 1, 1, mono_in_ms(GUARD_MS), &index));
 	assert_int_equal(index, 0);
@@ -527,9 +527,9 @@ TEST(wait_all_process_woken_across_processes)
 
 	w->process = true;
 	START_BLOCKED(w);
-	CHECK_OK(sem_release(objs[0], 1, NULL));
+	CHECK_OK(ntr_sem_release(objs[0], 1, NULL));
 	ASSERT_SEM(objs[0], 1, 1);
-	CHECK_OK(event_set(objs[2], NULL));
+	CHECK_OK(ntr_event_set(objs[2], NULL));
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	ASSERT_SEM(objs[0], 0, 1);

@@ -35,6 +35,7 @@
 #include <ntsync.h>
 
 #include "ntsync-users.h"
+#include "tools-common.h"
 
 #ifndef NTSYNC_INFO_VERSION
 #error "NTSYNC_INFO_VERSION must be defined by the build"
@@ -333,29 +334,17 @@ static void check_skip(struct check *c, const char *why)
 static const char *err_name(int neg)
 {
 	static char buf[64];
+	const char *name = neg < 0 ? tc_errno_neg_name(-neg) : NULL;
 
-	switch (-neg) {
-	case 0: return "0";
-	case EINVAL: return "-EINVAL";
-	case EPERM: return "-EPERM";
-	case EOVERFLOW: return "-EOVERFLOW";
-	case EOWNERDEAD: return "-EOWNERDEAD";
-	case ETIMEDOUT: return "-ETIMEDOUT";
-	case EINTR: return "-EINTR";
-	case ENOTTY: return "-ENOTTY";
-	case EBADF: return "-EBADF";
-	case ENOMEM: return "-ENOMEM";
-	case EMFILE: return "-EMFILE";
-	case EFAULT: return "-EFAULT";
-	case ENOENT: return "-ENOENT";
-	case EACCES: return "-EACCES";
-	default:
-		if (neg < 0)
-			fmt(buf, sizeof(buf), "-%d (%s)", -neg, strerror(-neg));
-		else
-			fmt(buf, sizeof(buf), "%d", neg);
-		return buf;
-	}
+	if (neg == 0)
+		return "0";
+	if (name)
+		return name;
+	if (neg < 0)
+		fmt(buf, sizeof(buf), "-%d (%s)", -neg, strerror(-neg));
+	else
+		fmt(buf, sizeof(buf), "%d", neg);
+	return buf;
 }
 
 /* ret must equal want, else the check fails naming the call. */
@@ -920,28 +909,12 @@ static void print_text(void)
 
 static void json_str(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", stdout);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
+	tc_json_str(stdout, s);
 }
 
 static void json_str_or_null(const char *s)
 {
-	if (s && *s)
-		json_str(s);
-	else
-		fputs("null", stdout);
+	tc_json_str_or_null(stdout, s);
 }
 
 static void print_users_json(void)

@@ -47,6 +47,8 @@
 
 #include <linux/ntsync.h>
 
+#include "ntsync-raw.h"
+
 #define SKIP 77
 #define NS 1000000000ull
 
@@ -72,9 +74,7 @@ static void tfail(const char *fmt, ...)
 
 static long xioctl(int fd, unsigned long cmd, void *arg)
 {
-	long ret = ioctl(fd, cmd, arg);
-
-	return ret < 0 ? -errno : ret;
+	return ntr_neg(ioctl(fd, cmd, arg));
 }
 
 static uint64_t mono_ns(void)
@@ -87,7 +87,7 @@ static uint64_t mono_ns(void)
 
 static int open_dev(void)
 {
-	int fd = open(device_path, O_RDWR | O_CLOEXEC);
+	int fd = ntr_open_path(device_path);
 
 	if (fd < 0) {
 		tfail("open %s: %s", device_path, strerror(errno));
@@ -98,8 +98,7 @@ static int open_dev(void)
 
 static int create_sem(int dev, uint32_t count, uint32_t max)
 {
-	struct ntsync_sem_args a = { count, max };
-	long fd = xioctl(dev, NTSYNC_IOC_CREATE_SEM, &a);
+	long fd = ntr_neg(ntr_create_sem(dev, count, max));
 
 	if (fd < 0)
 		tfail("CREATE_SEM(%u, %u): %s", count, max, strerror((int)-fd));
@@ -108,8 +107,7 @@ static int create_sem(int dev, uint32_t count, uint32_t max)
 
 static int create_mutex(int dev, uint32_t owner, uint32_t count)
 {
-	struct ntsync_mutex_args a = { owner, count };
-	long fd = xioctl(dev, NTSYNC_IOC_CREATE_MUTEX, &a);
+	long fd = ntr_neg(ntr_create_mutex(dev, owner, count));
 
 	if (fd < 0)
 		tfail("CREATE_MUTEX(%u, %u): %s", owner, count, strerror((int)-fd));
@@ -118,8 +116,7 @@ static int create_mutex(int dev, uint32_t owner, uint32_t count)
 
 static int create_event(int dev, uint32_t manual, uint32_t signaled)
 {
-	struct ntsync_event_args a = { manual, signaled };
-	long fd = xioctl(dev, NTSYNC_IOC_CREATE_EVENT, &a);
+	long fd = ntr_neg(ntr_create_event(dev, manual, signaled));
 
 	if (fd < 0)
 		tfail("CREATE_EVENT(%u, %u): %s", manual, signaled, strerror((int)-fd));
@@ -129,30 +126,18 @@ static int create_event(int dev, uint32_t manual, uint32_t signaled)
 static long wait_objs(int dev, bool all, const int *fds, uint32_t n, uint32_t owner,
 		      uint64_t timeout, int alert, uint32_t *index)
 {
-	struct ntsync_wait_args a;
-	long ret;
-
-	memset(&a, 0, sizeof(a));
-	a.objs = (uint64_t)(uintptr_t)fds;
-	a.count = n;
-	a.owner = owner;
-	a.timeout = timeout;
-	a.alert = alert > 0 ? (uint32_t)alert : 0;
-	a.index = 0xcccccccc;
-	ret = xioctl(dev, all ? NTSYNC_IOC_WAIT_ALL : NTSYNC_IOC_WAIT_ANY, &a);
-	if (index)
-		*index = a.index;
-	return ret;
+	return ntr_neg(ntr_wait(dev, all, fds, n, owner,
+				alert > 0 ? (uint32_t)alert : 0, 0, timeout, index));
 }
 
 static uint32_t sem_count(int fd)
 {
-	struct ntsync_sem_args a = { 0xcccccccc, 0xcccccccc };
-	long ret = xioctl(fd, NTSYNC_IOC_SEM_READ, &a);
+	uint32_t count;
+	long ret = ntr_neg(ntr_sem_read(fd, &count, NULL));
 
 	if (ret)
 		tfail("SEM_READ: %s", strerror((int)-ret));
-	return a.count;
+	return count;
 }
 
 static int count_fds(void)

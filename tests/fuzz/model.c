@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "tools-common.h"
 
 #define WAIT_REALTIME 0x1u	/* NTSYNC_WAIT_REALTIME */
 
@@ -457,21 +458,12 @@ const char *ntm_op_name(unsigned op)
 const char *ntm_errname(long e)
 {
 	static __thread char buf[24];
+	const char *name = e < 0 && e > -4096 ? tc_errno_neg_name((int)-e) : NULL;
 
-	switch (e) {
-	case 0: return "0";
-	case -EINVAL: return "-EINVAL";
-	case -EFAULT: return "-EFAULT";
-	case -EPERM: return "-EPERM";
-	case -ENOTTY: return "-ENOTTY";
-	case -EBADF: return "-EBADF";
-	case -EOVERFLOW: return "-EOVERFLOW";
-	case -ETIMEDOUT: return "-ETIMEDOUT";
-	case -EOWNERDEAD: return "-EOWNERDEAD";
-	case -EINTR: return "-EINTR";
-	case -ENOMEM: return "-ENOMEM";
-	case -EMFILE: return "-EMFILE";
-	}
+	if (e == 0)
+		return "0";
+	if (name)
+		return name;
 	snprintf(buf, sizeof(buf), "%ld", e);
 	return buf;
 }

@@ -44,6 +44,8 @@
 
 #include <linux/ntsync.h>
 
+#include "ntsync-raw.h"
+
 #include "model.h"
 
 #define POISON32 0xccccccccu
@@ -126,7 +128,7 @@ static void *ro_copy(const void *src, size_t len)
 
 static int open_device(void)
 {
-	int fd = open(device_path, O_RDWR | O_CLOEXEC);
+	int fd = ntr_open_path(device_path);
 
 	if (fd < 0 && (errno == ENOENT || errno == ENODEV || errno == ENXIO)) {
 		printf("ntsync-fuzz: %s: %s: skipping (load the ntsync module first)\n",
@@ -144,13 +146,16 @@ static int open_device(void)
 static uint64_t hist[160];
 
 /* ioctl that returns the result as 0/-errno (or the fd for creates). */
-static long xioctl(int fd, unsigned long cmd, void *arg)
+static long xcount(long ret)
 {
-	long ret = ioctl(fd, cmd, arg);
-
-	ret = ret < 0 ? -errno : ret;
+	ret = ntr_neg(ret);
 	hist[ret > 0 ? 0 : (-ret < 160 ? -ret : 159)]++;
 	return ret;
+}
+
+static long xioctl(int fd, unsigned long cmd, void *arg)
+{
+	return xcount(ioctl(fd, cmd, arg));
 }
 
 /* the model's errno names serve the fuzzer's messages too */
@@ -1406,15 +1411,13 @@ static void run_churn(double deadline, struct rng *r)
 
 	pthread_create(&t, NULL, churn_waiter, &c);
 	while (now_s() < deadline) {
-		struct ntsync_sem_args sa = { 0, 5 };
-		struct ntsync_mutex_args ma = { 77, 1 };
-		struct ntsync_event_args ea = { rbelow(r, 2), 0 };
+		uint32_t manual = rbelow(r, 2);
 		int fd;
 
 		switch (rbelow(r, 3)) {
-		case 0: fd = ioctl(c.dev, NTSYNC_IOC_CREATE_SEM, &sa); break;
-		case 1: fd = ioctl(c.dev, NTSYNC_IOC_CREATE_MUTEX, &ma); break;
-		default: fd = ioctl(c.dev, NTSYNC_IOC_CREATE_EVENT, &ea); break;
+		case 0: fd = ntr_create_sem(c.dev, 0, 5); break;
+		case 1: fd = ntr_create_mutex(c.dev, 77, 1); break;
+		default: fd = ntr_create_event(c.dev, manual, 0); break;
 		}
 		if (fd < 0) {
 			cfail("churn create: %s", strerror(errno));
@@ -1471,20 +1474,19 @@ static int run_concurrent(void)
 		long fd;
 
 		if (obj_kind(i) == T_SEM) {
-			struct ntsync_sem_args a = { rbelow(&r, 3), 3 + rbelow(&r, 6) };
+			/* (one declarator after the other: the seed's order) */
+			uint32_t count = rbelow(&r, 3), max = 3 + rbelow(&r, 6);
 
-			S->sem_init[i] = a.count;
-			fd = xioctl(c_dev, NTSYNC_IOC_CREATE_SEM, &a);
+			S->sem_init[i] = count;
+			fd = xcount(ntr_create_sem(c_dev, count, max));
 		} else if (obj_kind(i) == T_MUTEX) {
-			struct ntsync_mutex_args a = { 0, 0 };
-
-			fd = xioctl(c_dev, NTSYNC_IOC_CREATE_MUTEX, &a);
+			fd = xcount(ntr_create_mutex(c_dev, 0, 0));
 		} else {
 			int e = i - C_SEMS - C_MUTEXES;
-			struct ntsync_event_args a = { e >= 2, rbelow(&r, 2) };
+			uint32_t signaled = rbelow(&r, 2);
 
-			S->ev_init[e] = a.signaled;
-			fd = xioctl(c_dev, NTSYNC_IOC_CREATE_EVENT, &a);
+			S->ev_init[e] = signaled;
+			fd = xcount(ntr_create_event(c_dev, e >= 2, signaled));
 		}
 		if (fd < 0) {
 			fprintf(stderr, "ntsync-fuzz: create: %s\n", errname(fd));

@@ -47,6 +47,8 @@
 
 #include <linux/ntsync.h>
 
+#include "ntsync-raw.h"
+
 #include "linearize.h"
 
 #define NOBJ 8
@@ -113,7 +115,9 @@ static int nworkers;
 
 static int32_t do_ioctl(int fd, unsigned long cmd, void *arg)
 {
-	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+	long ret = ntr_neg(ioctl(fd, cmd, arg));
+
+	return ret < 0 ? (int32_t)ret : 0;
 }
 
 /*
@@ -506,17 +510,11 @@ static bool create_objects(struct rng *r)
 			continue;
 		}
 		if (objtype[o] == NTM_SEM) {
-			struct ntsync_sem_args a = { rbelow(r, 3), 3 };
-
-			fd = ioctl(dev, NTSYNC_IOC_CREATE_SEM, &a);
+			fd = ntr_create_sem(dev, rbelow(r, 3), 3);
 		} else if (objtype[o] == NTM_MUTEX) {
-			struct ntsync_mutex_args a = { 0, 0 };
-
-			fd = ioctl(dev, NTSYNC_IOC_CREATE_MUTEX, &a);
+			fd = ntr_create_mutex(dev, 0, 0);
 		} else {
-			struct ntsync_event_args a = { o < 6, rbelow(r, 2) };
-
-			fd = ioctl(dev, NTSYNC_IOC_CREATE_EVENT, &a);
+			fd = ntr_create_event(dev, o < 6, rbelow(r, 2));
 		}
 		if (fd < 0) {
 			perror("ntsync-linearize: create");
@@ -796,7 +794,7 @@ int main(int argc, char **argv)
 	}
 	if (!opt_seed_set)
 		opt_seed = now_ns() ^ ((uint64_t)getpid() << 20);
-	dev = opt_fake ? open("/dev/null", O_RDONLY) : open(device_path, O_RDWR | O_CLOEXEC);
+	dev = opt_fake ? open("/dev/null", O_RDONLY) : ntr_open_path(device_path);
 	if (dev < 0 && (errno == ENOENT || errno == ENODEV || errno == ENXIO)) {
 		printf("ntsync-linearize: %s: %s: skipping (load the ntsync module first)\n", device_path, strerror(errno));
 		return 77;

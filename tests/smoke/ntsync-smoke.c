@@ -5,7 +5,8 @@
  * and ends with "N passed, N failed"; exits 77 when /dev/ntsync is missing.
  * The full conformance suite is tests/; this is the module's quick proof.
  *
- *   cc -O2 -static -pthread -I include/uapi -o ntsync-smoke ntsync-smoke.c
+ * Built by meson (tests/smoke/meson.build); static copies for guests by
+ * tests/build-static.
  */
 
 #include <errno.h>
@@ -23,6 +24,8 @@
 
 #include <linux/ntsync.h>
 
+#include "ntsync-raw.h"
+
 static int passed, failed;
 
 #define CHECK(cond, ...) do {						\
@@ -39,9 +42,7 @@ static int passed, failed;
 /* ioctl that returns -errno, or the result when it succeeds */
 static int io(int fd, unsigned long cmd, void *arg)
 {
-	int ret = ioctl(fd, cmd, arg);
-
-	return ret < 0 ? -errno : ret;
+	return (int)ntr_neg(ioctl(fd, cmd, arg));
 }
 
 #define EXPECT(call, want) do {						\
@@ -55,23 +56,17 @@ static void *badptr;
 
 static int sem(uint32_t count, uint32_t max)
 {
-	struct ntsync_sem_args a = { .count = count, .max = max };
-
-	return io(dev, NTSYNC_IOC_CREATE_SEM, &a);
+	return (int)ntr_neg(ntr_create_sem(dev, count, max));
 }
 
 static int mtx(uint32_t owner, uint32_t count)
 {
-	struct ntsync_mutex_args a = { .owner = owner, .count = count };
-
-	return io(dev, NTSYNC_IOC_CREATE_MUTEX, &a);
+	return (int)ntr_neg(ntr_create_mutex(dev, owner, count));
 }
 
 static int evt(uint32_t manual, uint32_t signaled)
 {
-	struct ntsync_event_args a = { .manual = manual, .signaled = signaled };
-
-	return io(dev, NTSYNC_IOC_CREATE_EVENT, &a);
+	return (int)ntr_neg(ntr_create_event(dev, manual, signaled));
 }
 
 static uint64_t now_ns(clockid_t clock)
@@ -242,7 +237,7 @@ static void test_wait_args(void)
 	EXPECT(wait_on(NTSYNC_IOC_WAIT_ANY, fds, 1, 1, p[0], 0, NULL), -EINVAL);
 
 	/* an object of another instance */
-	other = open("/dev/ntsync", O_RDWR | O_CLOEXEC);
+	other = ntr_open();
 	CHECK(other >= 0, "second open");
 	{
 		struct ntsync_sem_args sa = { .count = 1, .max = 1 };
@@ -450,7 +445,7 @@ static void test_fdinfo(void)
 
 int main(void)
 {
-	dev = open("/dev/ntsync", O_RDWR | O_CLOEXEC);
+	dev = ntr_open();
 	if (dev < 0) {
 		fprintf(stderr, "ntsync-smoke: cannot open /dev/ntsync: %s (load the module first)\n",
 			strerror(errno));
