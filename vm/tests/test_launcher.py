@@ -290,6 +290,16 @@ class Console(unittest.TestCase):
             self.assertFalse(console.boot_crash(f.name))
         self.assertFalse(console.boot_crash(DATA / "smoke-trixie.console"))
 
+    def test_recorded_cloud_guest(self):
+        proc = subprocess.Popen(["true"])
+        proc.wait()
+        (times, stage, done), out, _ = quiet(console.watch_guest, proc, DATA / "test-trixie.console", {}, False, 60,
+                                             time.monotonic())
+        self.assertEqual((stage, done), ("poweroff", "rc=0"))
+        for s in ("install", "driver", "job", "unload", "collect", "boot_to_first_test"):
+            self.assertIn(s, times)
+        self.assertIn("running 12 test programs against ours (dkms)", out)
+
     def test_watch_stages_and_markers(self):
         with tempfile.TemporaryDirectory() as t:
             c = Path(t) / "console.log"
