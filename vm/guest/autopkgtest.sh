@@ -20,8 +20,9 @@
 set -uo pipefail
 
 IN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ST=/var/lib/ntsync-autopkgtest
-UNIT=/etc/systemd/system/ntsync-autopkgtest.service
+# Nothing of the runner is named *ntsync*: dkms-lifecycle looks for left-overs by that name.
+ST=/var/lib/vm-autopkgtest
+UNIT=/etc/systemd/system/vm-autopkgtest.service
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mkdir -p "$ST"
 exec >>"$ST/runner.log" 2>&1
@@ -39,7 +40,7 @@ if [ ! -e "$ST/started" ]; then
 	touch "$ST/started"
 	cat >"$UNIT" <<UNIT
 [Unit]
-Description=ntsync autopkgtest runner (vm/ntsync-vm lifecycle), after a reboot
+Description=autopkgtest runner (vm/ntsync-vm lifecycle), after a reboot
 After=multi-user.target systemd-modules-load.service
 
 [Service]
@@ -49,7 +50,7 @@ ExecStart=/bin/bash $IN/autopkgtest.sh
 [Install]
 WantedBy=multi-user.target
 UNIT
-	systemctl enable ntsync-autopkgtest.service
+	systemctl enable vm-autopkgtest.service
 	echo 0 >"$ST/index"
 	if compgen -G "$IN/debs/old/*.deb" >/dev/null; then
 		if apt-get install -y "$IN"/debs/old/*.deb 2>&1 | while IFS= read -r l; do say "| setup $l"; done; then
@@ -102,7 +103,7 @@ EOF
 	echo "$i" >"$ST/index"
 done
 say "taint $(cat /proc/sys/kernel/tainted)"
-systemctl disable ntsync-autopkgtest.service
+systemctl disable vm-autopkgtest.service
 rm -f "$UNIT"
 say "done"
 sync

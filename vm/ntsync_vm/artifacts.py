@@ -12,7 +12,7 @@ from pathlib import Path
 from .util import REPO, VM_DIR, Failure, run
 
 
-def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", script="guest.sh"):
+def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", script="guest.sh", instance="ntsync"):
     """The NoCloud seed: unpack the job's tar from the disk with serial SERIAL into
     /var/tmp/SERIAL and run SCRIPT from it."""
     d = f"/var/tmp/{serial}"
@@ -26,7 +26,7 @@ def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", scrip
     if shell_password:
         user_data += ["chpasswd:", "  expire: false", "  users:", "    - {name: root, password: ntsync, type: text}"]
     (run_dir / "user-data").write_text("\n".join(user_data) + "\n")
-    (run_dir / "meta-data").write_text(f"instance-id: ntsync-{run_dir.name}\nlocal-hostname: {hostname}\n")
+    (run_dir / "meta-data").write_text(f"instance-id: {instance}-{run_dir.name}\nlocal-hostname: {hostname}\n")
     seed = run_dir / "seed.img"
     run(["cloud-localds", str(seed), str(run_dir / "user-data"), str(run_dir / "meta-data")])
     return seed

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import lock, roots, suites
 from .util import VM_DIR, Failure, cache, die, ensure_host_tools, fmt_secs, log, require_root, run
 
-IMAGE_RECIPE = "5"  # 5: MBR disk with its own GRUB, like genericcloud
+IMAGE_RECIPE = "6"  # 6: no file of the image is named *ntsync* (a neutral autopkgtest testbed)
 
 # Packages of every image.  Nothing here waits for a network at boot:
 # no ifupdown/networkd config is enabled, cloud-init has network config disabled.
@@ -81,7 +81,7 @@ GUEST_FILES = {
     "etc/hosts": "127.0.0.1 localhost\n127.0.1.1 ntsync-guest\n::1 localhost ip6-localhost ip6-loopback\n",
     "etc/hostname": "ntsync-guest\n",
     # NoCloud only: no probing of cloud metadata services, and no network wait.
-    "etc/cloud/cloud.cfg.d/90_ntsync.cfg": (
+    "etc/cloud/cloud.cfg.d/90_vm-guest.cfg": (
         "datasource_list: [ NoCloud, None ]\n"
         "network: {config: disabled}\n"
         # Only the modules a NoCloud seed of ntsync-vm (or a user's) needs: every module is
@@ -98,7 +98,7 @@ GUEST_FILES = {
         "ExecStart=-/sbin/agetty -o '-p -f -- \\\\u' --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n"
     ),
     # A journal in memory is enough and spares the disk.
-    "etc/systemd/journald.conf.d/90_ntsync.conf": "[Journal]\nStorage=volatile\n",
+    "etc/systemd/journald.conf.d/90_vm-guest.conf": "[Journal]\nStorage=volatile\n",
 }
 MASKED_UNITS = [
     "apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "e2scrub_reap.service",
@@ -140,7 +140,7 @@ def customize_root(root, extra_dir):
         run(["chroot", str(root), "sh", "-c", "dpkg -i /tmp/kernel-debs/*.deb"], env=env)
         shutil.rmtree(dst)
     # MODULES=dep in a chroot would read the host's hardware: list what a QEMU guest needs.
-    (root / "etc/initramfs-tools/conf.d/90_ntsync").write_text("MODULES=list\nCOMPRESS=gzip\n")
+    (root / "etc/initramfs-tools/conf.d/90_vm-guest").write_text("MODULES=list\nCOMPRESS=gzip\n")
     with open(root / "etc/initramfs-tools/modules", "a") as f:
         f.write("virtio_pci\nvirtio_blk\next4\ncrc32c_generic\n")
     run(["chroot", str(root), "update-initramfs", "-u", "-k", "all"], stdout=subprocess.DEVNULL)

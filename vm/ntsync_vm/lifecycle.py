@@ -204,12 +204,12 @@ def main(argv):
     for oldrun in sorted(work.parent.iterdir())[:-6]:
         shutil.rmtree(oldrun, ignore_errors=True)
     make_input(work / "in.tar", tests, new, old)
-    seed = make_seed(work, f"lc-{suite}", serial="apt-in", script="autopkgtest.sh")
+    seed = make_seed(work, f"lc-{suite}", serial="apt-in", script="autopkgtest.sh", instance="lc")
     overlay = work / "disk.qcow2"
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(paths["disk"]), "-F", "qcow2", str(overlay)])
     console = work / "console.log"
     # No -no-reboot: needs-reboot tests reboot the guest and QEMU boots the same kernel again.
-    m = qemu.Machine(console=console, name=f"ntsync-lifecycle-{suite}", mem=2048, smp=2, net=True, no_reboot=False,
+    m = qemu.Machine(console=console, name=f"lifecycle-{suite}", mem=2048, smp=2, net=True, no_reboot=False,
                      kernel=paths["kernel"], initrd=paths["initrd"], append=KERNEL_CMDLINE, nice=10,
                      drives=[qemu.Drive(str(overlay), "qcow2", bootindex=1, opts="cache=unsafe"),
                              qemu.Drive(str(seed), readonly=True),
