@@ -36,6 +36,21 @@ say() {
 	echo "##apt## $*"
 }
 
+# needs-internet: the image configures no network; give eth0 QEMU user
+# networking's fixed addresses (guest 10.0.2.15, gateway 10.0.2.2, DNS
+# 10.0.2.3), at every boot (nothing of it is persistent).
+if grep -q needs-internet "$IN/plan"; then
+	if ! ip -4 route show default | grep -q .; then
+		ip link set eth0 up
+		ip addr add 10.0.2.15/24 dev eth0 2>/dev/null || true
+		ip route add default via 10.0.2.2 || true
+	fi
+	if ! grep -qs '^nameserver' /etc/resolv.conf; then
+		rm -f /etc/resolv.conf
+		echo 'nameserver 10.0.2.3' >/etc/resolv.conf
+	fi
+fi
+
 if [ ! -e "$ST/started" ]; then
 	touch "$ST/started"
 	cat >"$UNIT" <<UNIT
