@@ -2,15 +2,22 @@
 # Run inside a guest (as root) whose kernel has ntsync loaded: the model
 # fuzzer, the concurrent fuzzer and the abuse tests, 64-bit and 32-bit, then
 # a kmemleak scan, `rmmod ntsync`, and a check of the kernel log.  Any
-# lockdep, KASAN, kmemleak, debug-objects report, BUG, WARNING or Oops fails
-# the run.  POSIX sh: it runs under busybox in an initramfs (tests/fuzz/boot-fuzz)
-# and under Debian's dash in a cloud guest (vm/ntsync-vm exec).
+# report of tests/kernel-log-gates (lockdep, KASAN, kmemleak, debug-objects,
+# BUG, WARNING, Oops, ...) fails the run.  POSIX sh: it runs under busybox in an
+# initramfs (vm/ntsync-vm boot --job fuzz) and under Debian's dash in a cloud
+# guest (vm/ntsync-vm exec).
 #
-#   guest-abuse.sh [--bindir DIR] [--seconds N] [--cycles N] [--seed N] [--no-rmmod]
-#                  [--suite DIR] [--linearize N] [--linearize-only]
+#   guest-abuse.sh [--bindir DIR] [--bindir32 DIR] [--gates FILE] [--seconds N]
+#                  [--cycles N] [--seed N] [--no-rmmod] [--suite DIR]
+#                  [--linearize N] [--linearize-only]
 #
-#   --bindir DIR  where ntsync-fuzz, ntsync-abuse (and the *32 builds from
-#                 tests/fuzz/build-static) are; default: next to this script, else PATH
+#   --bindir DIR  where ntsync-fuzz, ntsync-abuse, ntsync-linearize are (an
+#                 amd64/ folder of tests/build-static); default: next to this
+#                 script, else PATH
+#   --bindir32 DIR  the same programs built for i386 (compat ioctls); default
+#                 DIR/../i386 when it exists
+#   --gates FILE  the kernel-log gate list (tests/kernel-log-gates); default
+#                 DIR/kernel-log-gates, else /usr/share/ntsync-tests/kernel-log-gates
 #   --seconds N   fuzzing time in seconds, split over the fuzz runs (default 600)
 #   --cycles N    create/close cycles for the abuse test (default 1000000; under
 #                 TCG, where one cycle costs ~100x more, pass ~100000 and say so)
@@ -30,6 +37,8 @@ set -eu
 (set -o pipefail 2>/dev/null) && set -o pipefail
 
 bindir=$(dirname "$0")
+bindir32=
+gates=
 seconds=600
 cycles=1000000
 seed=
@@ -40,6 +49,8 @@ lin_only=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
+	--bindir32) bindir32=${2:?--bindir32 needs a directory}; shift 2 ;;
+	--gates) gates=${2:?--gates needs a file}; shift 2 ;;
 	--seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
 	--cycles) cycles=${2:?--cycles needs a number}; shift 2 ;;
 	--seed) seed=${2:?--seed needs a number}; shift 2 ;;
@@ -47,25 +58,38 @@ while [ $# -gt 0 ]; do
 	--suite) suite=${2:?--suite needs a directory}; shift 2 ;;
 	--linearize) linearize=${2:?--linearize needs a number}; shift 2 ;;
 	--linearize-only) lin_only=1; shift ;;
-	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
 case $seconds$cycles$linearize in *[!0-9]*) echo "guest-abuse: --seconds, --cycles and --linearize take whole numbers" >&2; exit 2 ;; esac
 
+[ -n "$bindir32" ] || [ ! -d "$bindir/../i386" ] || bindir32=$bindir/../i386
 find_bin() {
 	if [ -x "$bindir/$1" ]; then echo "$bindir/$1"
 	elif command -v "$1" >/dev/null 2>&1; then command -v "$1"
 	fi
 }
+find_bin32() {
+	if [ -n "$bindir32" ] && [ -x "$bindir32/$1" ]; then echo "$bindir32/$1"; fi
+}
 fuzz=$(find_bin ntsync-fuzz)
 abuse=$(find_bin ntsync-abuse)
-fuzz32=$(find_bin ntsync-fuzz32)
-abuse32=$(find_bin ntsync-abuse32)
+fuzz32=$(find_bin32 ntsync-fuzz)
+abuse32=$(find_bin32 ntsync-abuse)
 lin=$(find_bin ntsync-linearize)
-lin32=$(find_bin ntsync-linearize32)
+lin32=$(find_bin32 ntsync-linearize)
 if [ -z "$fuzz" ] || [ -z "$abuse" ]; then
-	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with tests/fuzz/build-static DIR and pass --bindir DIR" >&2
+	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with tests/build-static OUTDIR and pass --bindir OUTDIR/amd64" >&2
+	exit 2
+fi
+if [ -z "$gates" ]; then
+	for g in "$bindir/kernel-log-gates" /usr/share/ntsync-tests/kernel-log-gates; do
+		[ -f "$g" ] && { gates=$g; break; }
+	done
+fi
+if [ -z "$gates" ] || [ ! -f "$gates" ]; then
+	echo "guest-abuse: no kernel-log gate list (tests/kernel-log-gates) at '${gates:-$bindir/kernel-log-gates}'; pass --gates FILE" >&2
 	exit 2
 fi
 if [ ! -c /dev/ntsync ]; then
@@ -130,7 +154,7 @@ if [ -n "$fuzz32" ]; then
 	run fuzz-concurrent-32 "$fuzz32" --concurrent --seconds "$s32" --threads 2 --procs 2 $seedarg
 	run abuse-32 "$abuse32" --cycles $((cycles / 10))
 else
-	echo "guest-abuse: no 32-bit builds (ntsync-fuzz32): compat ioctls not exercised"
+	echo "guest-abuse: no i386 builds (--bindir32): compat ioctls not exercised"
 	skipped=$((skipped + 1))
 fi
 fi
@@ -175,20 +199,23 @@ else
 	result rmmod 77
 fi
 
-# the kernel log since the start: any report fails the run
-pattern='BUG:|WARNING:|Oops|KASAN|kmemleak:.*new suspected|possible circular locking|inconsistent lock state|possible recursive locking|lock held when returning|suspicious RCU usage|ODEBUG|refcount_t|general protection|sleeping function called from invalid context|stack-protector|list_add corruption|list_del corruption|hung_task|blocked for more than'
+# the kernel log since the start: a report of the gate list fails the run
+patterns=${TMPDIR:-/tmp}/guest-abuse-gates.$$
+grep -v -e '^#' -e '^$' "$gates" | cut -f1 >"$patterns"
 # On a KCSAN kernel the kernel's own data races (timers, the tick) are
-# reported too: boot-fuzz --kernel kcsan judges those reports on the host
-# (one that names ntsync fails the run), so they are left out here.
+# reported too: the host judges those reports (vm/ntsync-vm boot --job fuzz
+# debug-kernel kcsan: one in ntsync's code fails the run), so they are left
+# out here, as tests/kernel-log-gates says.
 not_kcsan() {
 	if [ -e /sys/kernel/debug/kcsan ]; then grep -v 'BUG: KCSAN: '; else cat; fi
 }
-if dmesg | tail -n +"$((log_lines + 1))" | not_kcsan | grep -E "$pattern"; then
+if dmesg | tail -n +"$((log_lines + 1))" | not_kcsan | grep -E -f "$patterns"; then
 	echo "guest-abuse: the kernel log shows a report (above)"
 	result kernel-log 1
 else
 	result kernel-log 0
 fi
+rm -f "$patterns"
 tainted_after=$(cat /proc/sys/kernel/tainted)
 # out-of-tree (4096) and unsigned module (8192) taints are expected when ours loads
 if [ $((tainted_after & ~(tainted_before | 4096 | 8192))) -ne 0 ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Host tests of the accelerator decision (vm/lib/accel.py) and of the launcher's KVM
+"""Host tests of the accelerator decision (vm/ntsync_vm/accel.py) and of the launcher's KVM
 fallback, against vm/tests/qemu-standin, which reproduces what real QEMUs did on machines of
 this project: a KVM internal error at the kernel's first instructions, a failed MSR write at
 start, silence, and a working boot.  No guest, no /dev/kvm needed: runs in `meson test`."""
@@ -15,10 +15,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "vm" / "lib"))
+sys.path.insert(0, str(REPO / "vm"))
 
-import accel  # noqa: E402
-import ntsync_vm  # noqa: E402
+from ntsync_vm import accel  # noqa: E402
+from ntsync_vm import console as consolemod  # noqa: E402
+from ntsync_vm.util import Failure  # noqa: E402
 
 
 class Host(unittest.TestCase):
@@ -267,27 +268,27 @@ class Runtime(Host):
                                      "-chardev", f"file,id=ser0,path={console}"], stdout=ef, stderr=ef)
         t = time.monotonic()
         try:
-            return ntsync_vm.watch_guest(proc, console, {}, False, 600, t, accel_name, err), time.monotonic() - t
+            return consolemod.watch_guest(proc, console, {}, False, 600, t, accel_name, err), time.monotonic() - t
         finally:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
 
     def test_launcher_watch_internal_error(self):
-        with self.assertRaisesRegex(ntsync_vm.KvmTrouble, "KVM internal error"):
+        with self.assertRaisesRegex(consolemod.KvmTrouble, "KVM internal error"):
             self.watch("internal-error")
 
     def test_launcher_watch_late_error(self):
-        with self.assertRaisesRegex(ntsync_vm.KvmTrouble, "KVM internal error"):
+        with self.assertRaisesRegex(consolemod.KvmTrouble, "KVM internal error"):
             self.watch("late-error")
 
     def test_launcher_watch_msr(self):
-        with self.assertRaisesRegex(ntsync_vm.KvmTrouble, "failed to set MSR"):
+        with self.assertRaisesRegex(consolemod.KvmTrouble, "failed to set MSR"):
             self.watch("msr")
 
     def test_launcher_watch_silence(self):
         t = time.monotonic()
-        with self.assertRaisesRegex(ntsync_vm.KvmTrouble, "console stayed empty"):
+        with self.assertRaisesRegex(consolemod.KvmTrouble, "console stayed empty"):
             self.watch("silence")
         self.assertLess(time.monotonic() - t, 10)
 
@@ -301,8 +302,8 @@ class Runtime(Host):
         console.write_text("[    0.0] Linux version\n")
         proc = subprocess.Popen(["sleep", "30"])
         try:
-            with self.assertRaises(ntsync_vm.Failure) as cm:
-                ntsync_vm.watch_guest(proc, console, {}, False, 600, time.monotonic(), "tcg", None)
+            with self.assertRaises(Failure) as cm:
+                consolemod.watch_guest(proc, console, {}, False, 600, time.monotonic(), "tcg", None)
         finally:
             proc.kill()
             proc.wait()

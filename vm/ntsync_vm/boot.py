@@ -1,0 +1,528 @@
+"""`ntsync-vm boot [KERNEL] --job smoke|fuzz|bench|upstream`: a kernel booted with nothing but
+an initramfs (busybox, the module built for exactly that kernel, static programs from
+tests/build-static, an /init), the console judged on the host.
+
+KERNEL is a suite of the suite table (its cloud kernel, from the suite's kernel root) or, for
+the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`).
+
+  smoke     insmod, ntsync-smoke, rmmod (--in-tree: the kernel's own driver). Default trixie.
+  bench     ntsync-bench with the kernel's driver, then ours, same boot, one vCPU under
+            -icount; the comparison runs in the guest. Default trixie-backports.
+  fuzz      tests/fuzz/guest-abuse.sh: the fuzzers, the abuse tests, the linearizability
+            checker, 64-bit and i386, optionally the suite. Default debug.
+  upstream  mainline's driver from linux-source-7.3 as shipped and with upstream/'s series,
+            each judged by the selftest with the series' new cases and our suite
+            (NTSYNC_STRICT=1). trixie-backports only.
+Exit: 0 passed, 1 failed, 2 bad usage (or what is needed is missing), 3 infrastructure.
+"""
+
+import argparse
+import lzma
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import console, gates, initramfs, lock, qemu, roots, static, suites
+from .util import MIRROR, REPO, Failure, Usage, cache, ensure_host_tools, require_root, say
+
+JOBS = ("smoke", "fuzz", "bench", "upstream")
+DEFAULT_KERNEL = {"smoke": "trixie", "fuzz": "debug", "bench": "trixie-backports", "upstream": "trixie-backports"}
+DEBUG_FLAVOURS = ("debug", "kcsan")
+DEBUG_TREE = "/build/linux-source-6.12"
+
+INIT_HEAD = """#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+"""
+
+SMOKE_INIT = INIT_HEAD + """echo "== insmod"
+insmod /ntsync.ko && echo "== dev $(ls -l /dev/ntsync)"
+echo "== version $(cat /sys/module/ntsync/version 2>/dev/null || echo in-tree)"
+echo "== smoke"
+ntsync-smoke
+echo "== smoke-exit $?"
+rmmod ntsync && echo "== rmmod ok"
+echo "== taint $(cat /proc/sys/kernel/tainted)"
+echo "== end"
+poweroff -f
+"""
+
+BENCH_INIT = INIT_HEAD + """mount -t tmpfs tmpfs /tmp
+# Measure inside a child memory cgroup, as a desktop session runs, so that
+# memcg-charged allocations cost what they cost there.
+mount -t cgroup2 none /sys/fs/cgroup
+echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/bench
+echo $$ >/sys/fs/cgroup/bench/cgroup.procs
+echo "== cgroup $(cat /proc/self/cgroup)"
+for d in intree ntsync; do
+    insmod /$d.ko || echo "== insmod $d failed"
+    echo "== clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+    eval "ntsync-bench --label $d --json=/tmp/$d.json $(cat /bench-args)" >/dev/null
+    echo "== json-begin $d"
+    cat /tmp/$d.json
+    echo "== json-end $d"
+    rmmod ntsync && echo "== rmmod ok"
+done
+echo "== compare-begin"
+ntsync-bench --compare /tmp/intree.json /tmp/ntsync.json
+echo "== compare-exit $?"
+echo "== taint $(cat /proc/sys/kernel/tainted)"
+echo "== smoke-exit 0"
+poweroff -f
+"""
+
+FUZZ_INIT = INIT_HEAD + """mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "== insmod"
+insmod /ntsync.ko || echo "== insmod failed"
+echo "== guest-abuse"
+/bin/guest-abuse.sh --bindir /amd64 --bindir32 /i386 --gates /amd64/kernel-log-gates {args}
+echo "== guest-abuse-exit $?"
+poweroff -f
+"""
+
+UPSTREAM_INIT = INIT_HEAD + """mount -t tmpfs tmpfs /tmp
+for v in unpatched patched; do
+    insmod /ntsync-$v.ko || echo "== insmod $v failed"
+    echo "== selftest-begin $v"
+    ntsync-selftest
+    echo "== selftest-end $v"
+    for t in /bin/test-*; do
+        echo "== suite-group $v ${t##*/}"
+        NTSYNC_STRICT=1 $t
+        echo "== suite-exit $v ${t##*/} $?"
+    done
+    rmmod ntsync && echo "== rmmod $v ok"
+done
+echo "== taint $(cat /proc/sys/kernel/tainted)"
+echo "== end"
+poweroff -f
+"""
+
+
+class Kernel:
+    """The kernel a boot job boots: its root (where the module is built), vmlinuz, release and
+    the headers' path inside the root."""
+
+    def __init__(self, name, pattern="*"):
+        self.name = name
+        if name in DEBUG_FLAVOURS:
+            base = cache() / f"{name}-kernel"
+            self.root = base / "root"
+            self.vmlinuz = self.root / DEBUG_TREE.lstrip("/") / "arch/x86/boot/bzImage"
+            if not (self.vmlinuz.is_file() and (base / "stamp").is_file()):
+                raise Usage(f"no {name} kernel in {base}: run 'vm/ntsync-vm build-kernel --flavour {name}' first")
+            stamp = dict(line.split("=", 1) for line in (base / "stamp").read_text().splitlines() if "=" in line)
+            self.release = stamp.get("kernel", "6.12-ntsync-" + name)
+            self.kdir = DEBUG_TREE
+        else:
+            self.name = suites.resolve(name)
+            self.root = roots.kroot(self.name)
+            self.release, self.vmlinuz = roots.kernel_release(self.root, pattern)
+            self.kdir = f"/usr/src/linux-headers-{self.release}"
+
+    def in_tree_ko(self, dest):
+        """The kernel's own ntsync.ko, uncompressed (busybox insmod takes plain .ko)."""
+        found = sorted(Path(self.root, "lib/modules", self.release).rglob("ntsync.ko*"))
+        if not found:
+            raise Usage(f"kernel {self.release} has no in-tree ntsync module (suites with it: "
+                        f"{', '.join(n for n, s in suites.SUITES.items() if s['in_tree'])})")
+        ko = found[0]
+        if ko.name.endswith(".xz"):
+            Path(dest).write_bytes(lzma.decompress(ko.read_bytes()))
+        elif ko.name.endswith(".zst"):
+            ensure_host_tools(["zstd"])
+            with open(dest, "wb") as f:
+                subprocess.run(["zstd", "-qdc", str(ko)], stdout=f, check=True)
+        else:
+            shutil.copy2(ko, dest)
+        return ko
+
+    def build_ours(self, dest, work, src=REPO, flags=()):
+        logf = Path(work) / "build.log"
+        ok, ko = roots.build_module(self.root, self.kdir, logf, src=src, dest="/tmp/ntsync-boot", flags=flags)
+        if not ok:
+            print(logf.read_text(errors="replace"), end="")
+            raise Failure(f"the module did not build against {self.name} ({self.kdir})", 1)
+        shutil.copy2(ko, dest)
+        roots.safe_rm(Path(str(self.root) + "/tmp/ntsync-boot"))
+
+
+def boot(machine, timeout, tcg_only=False, who=""):
+    """Run MACHINE under the guest lock; returns (console text, seconds)."""
+    with lock.guest():
+        say(f"booting {who}; console log {machine.console}")
+        t = time.monotonic()
+        rc = qemu.run(machine, timeout, tcg_only=tcg_only)
+        secs = time.monotonic() - t
+    say(f"guest ran {secs:.0f} s" + (f" and was stopped after its time-out ({timeout:.0f} s)" if rc == 124 else ""))
+    return Path(machine.console).read_text(errors="replace"), secs
+
+
+def log_path(name):
+    d = cache() / "logs"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / name
+
+
+def kernel_log_problems(lines, kcsan=False):
+    """Gate the console lines; print what matched. Returns the number of problems."""
+    problems = gates.judge(lines, "console", kcsan=kcsan)
+    for p in problems:
+        print(f"  {p}")
+    return len(problems)
+
+
+def taint_of(marks):
+    t = console.mark(marks, "taint")
+    return int(t) if t and t.isdigit() else None
+
+
+def judge_taint(marks, prog):
+    taint = taint_of(marks)
+    if taint is None:
+        say(f"{prog}: unexpected kernel taint 'none' (the guest did not report it)")
+        return 1
+    bad = gates.taint_problem(taint)
+    if bad:
+        say(f"{prog}: {bad}")
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------ smoke and bench
+
+def job_smoke(o, work):
+    k = Kernel(o.kernel)
+    files = {}
+    bins = static.build(["amd64"]) / "amd64"
+    if o.bench:
+        k.in_tree_ko(work / "intree.ko")
+        files["intree.ko"] = work / "intree.ko"
+        files["bin/ntsync-bench"] = bins / "ntsync-bench"
+        files["bench-args"] = " ".join(shlex.quote(a) for a in o.rest) + (" " if o.rest else "")
+    if o.in_tree:
+        k.in_tree_ko(work / "ntsync.ko")
+    else:
+        k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
+    files["ntsync.ko"] = work / "ntsync.ko"
+    files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
+    initramfs.build(work / "initrd.gz", BENCH_INIT if o.bench else SMOKE_INIT, files)
+    name = "bench" if o.bench else "smoke"
+    m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), name=f"ntsync-boot-{name}", mem=1024,
+                     smp=1 if o.bench else 2, cpu="qemu64" if o.bench else None, icount=o.bench,
+                     kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
+                     append="console=ttyS0 panic=-1 oops=panic" + (" quiet" if o.bench else ""))
+    text, _ = boot(m, console.timeout_for("boot", 1800 if o.bench else 300), tcg_only=o.bench,
+                   who=f"{k.release} ({k.name})")
+    return judge_smoke(text, k.name, o.bench)
+
+
+def judge_smoke(text, name, bench=False, prog="boot"):
+    lines = console.clean_lines(text)
+    marks = console.boot_marks(text)
+    rc = 0
+    if bench:
+        for d in ("intree", "ntsync"):
+            js = _between(lines, f"== json-begin {d}", f"== json-end {d}")
+            log_path(f"bench-{name}-{d}.json").write_text("\n".join(js) + "\n")
+        print("\n".join(_between(lines, "== compare-begin", "== compare-exit")))
+        if console.mark(marks, "compare-exit") != "0":
+            say(f"{prog}: ntsync-bench --compare failed in the guest")
+            rc = 1
+    for line in lines:
+        if re.match(r"^(== |FAIL |smoke: )", line) and not line.startswith("== json"):
+            print(line)
+    if console.mark(marks, "smoke-exit") != "0":
+        rc = 1
+    if not any(k == "rmmod" and r == "ok" for k, r in marks):
+        say(f"{prog}: rmmod failed or never ran")
+        rc = 1
+    rc |= judge_taint(marks, prog)
+    if kernel_log_problems(lines):
+        say(f"{prog}: kernel log shows a report (above)")
+        rc = 1
+    return rc
+
+
+def _between(lines, begin, end):
+    out, inside = [], False
+    for line in lines:
+        if line.startswith(begin):
+            inside = True
+            continue
+        if inside and line.startswith(end):
+            break
+        if inside:
+            out.append(line)
+    return out
+
+
+# ------------------------------------------------------------------ fuzz
+
+def job_fuzz(o, work):
+    if o.module_src:
+        if o.in_tree:
+            raise Usage("--in-tree and --module-src exclude each other")
+        src = Path(o.module_src).resolve()
+        if not ((src / "module/Makefile").is_file() and (src / "include/uapi/linux/ntsync.h").is_file()):
+            raise Usage(f"--module-src {o.module_src}: no module/Makefile or include/uapi/linux/ntsync.h there")
+    k = Kernel(o.kernel)
+    cycles = o.cycles if o.cycles is not None else (20000 if k.name in DEBUG_FLAVOURS else 1000000)
+    if o.linearize_only:
+        cycles = 0
+    if o.in_tree:
+        ko = k.in_tree_ko(work / "ntsync.ko")
+        say(f"the in-tree driver {ko.relative_to(k.root)}")
+    else:
+        k.build_ours(work / "ntsync.ko", work, src=Path(o.module_src).resolve() if o.module_src else REPO)
+        if o.module_src:
+            say(f"the module from {o.module_src}")
+    out = static.build()
+    args = f"--seconds {o.seconds} --cycles {cycles}" + (f" --seed {o.seed}" if o.seed is not None else "")
+    args += " --suite /" if o.suite else ""
+    args += f" --linearize {o.linearize}" + (" --linearize-only" if o.linearize_only else "")
+    files = {"ntsync.ko": work / "ntsync.ko", "amd64": out / "amd64", "i386": out / "i386",
+             "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh"}
+    initramfs.build(work / "initrd.gz", FUZZ_INIT.format(args=args), files)
+    tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
+    limit = o.seconds * 3 + cycles // 200 + o.linearize * 2 + 1800
+    # KCSAN prints a report's stacks at the default level: without them the host could not
+    # tell whose race it is.
+    loglevel = 7 if k.name == "kcsan" else 4
+    m = qemu.Machine(console=log_path(f"boot-fuzz-{tag}.log"), name="ntsync-boot-fuzz", mem=o.mem, smp=o.smp,
+                     kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
+                     append=f"console=ttyS0 panic=-1 kasan.fault=report loglevel={loglevel}")
+    text, _ = boot(m, limit, who=f"{k.name} ({k.vmlinuz.name}), {o.smp} vCPUs, {o.mem} MiB, guest limit {limit}s")
+    return judge_fuzz(text, k.name == "kcsan")
+
+
+def judge_fuzz(text, kcsan=False, prog="boot"):
+    lines = console.clean_lines(text)
+    for line in lines:
+        if re.match(r"^(== |ok |skip |FAIL|ntsync-|guest-abuse|  |[0-9]+ passed)", line):
+            print(line)
+    rc = 0 if console.mark(console.boot_marks(text), "guest-abuse-exit") == "0" else 1
+    if kcsan:
+        ours, via, own = gates.kcsan_reports(lines)
+        for label, heads in (("ntsync", ours), ("kernel's own, reached through ntsync", via), ("kernel's own", own)):
+            for h in sorted(set(heads)):
+                print(f"{heads.count(h):7d} {label}: {h}")
+        say(f"KCSAN reports: {len(ours) + len(via) + len(own)}; in ntsync's code: {len(ours)}; "
+            f"the kernel's own, reached through ntsync: {len(via)}")
+        if ours:
+            say(f"{prog}: KCSAN reported a data race in ntsync's code (above; whole report in the console log)")
+            rc = 1
+    if kernel_log_problems(lines, kcsan=kcsan):
+        say(f"{prog}: the kernel log shows a report (above)")
+        rc = 1
+    return rc
+
+
+# ------------------------------------------------------------------ upstream
+
+NEW_CASES = ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event")
+UPSTREAM_FILES = ("drivers/misc/ntsync.c", "tools/testing/selftests/drivers/ntsync/ntsync.c",
+                  "tools/testing/selftests/kselftest_harness.h", "tools/testing/selftests/kselftest.h")
+
+
+def mainline_source():
+    """drivers/misc/ntsync.c and its selftest from Debian's linux-source-7.3, fetched once."""
+    src = cache() / "upstream" / "linux-source-7.3"
+    if (src / ".complete").exists():
+        return src
+    apt_dir = cache() / "upstream" / "apt"
+    shutil.rmtree(apt_dir, ignore_errors=True)
+    shutil.rmtree(src, ignore_errors=True)
+    for d in ("lists/partial", "cache/archives/partial", "dl"):
+        (apt_dir / d).mkdir(parents=True)
+    src.mkdir(parents=True)
+    keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+    if not keyring.exists():
+        raise Usage(f"{keyring} is missing; install debian-archive-keyring")
+    (apt_dir / "sources.list").write_text(f"deb [signed-by={keyring}] {MIRROR} trixie-backports main\n")
+    opts = ["-q", "-o", f"Dir::Etc::SourceList={apt_dir}/sources.list", "-o", "Dir::Etc::SourceParts=/dev/null",
+            "-o", f"Dir::State::Lists={apt_dir}/lists", "-o", f"Dir::Cache={apt_dir}/cache",
+            "-o", "Acquire::Check-Valid-Until=false"]
+    say("fetching linux-source-7.3 (about 170 MB, once)")
+    steps = (("update", ["apt-get", *opts, "update"]),
+             ("download", ["apt-get", *opts, "download", "linux-source-7.3"]))
+    for what, cmd in steps:
+        with open(apt_dir / f"{what}.log", "w") as lf:
+            if subprocess.run(cmd, cwd=apt_dir / "dl", stdout=lf, stderr=subprocess.STDOUT).returncode:
+                raise Usage(f"apt-get {what} for trixie-backports failed; see {apt_dir}/{what}.log")
+    deb = next((apt_dir / "dl").glob("linux-source-7.3_*.deb"))
+    members = [f"linux-source-7.3/{f}" for f in UPSTREAM_FILES]
+    tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    inner = subprocess.Popen(["tar", "-xO", "./usr/src/linux-source-7.3.tar.xz"], stdin=tar.stdout,
+                             stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-xJ", "-C", str(src), "--strip-components=1", *members], stdin=inner.stdout, check=True)
+    version = subprocess.run(["dpkg-deb", "-f", str(deb), "Version"], capture_output=True, text=True).stdout
+    (src / ".version").write_text(version)
+    shutil.rmtree(apt_dir, ignore_errors=True)
+    (src / ".complete").write_text("")
+    return src
+
+
+def job_upstream(o, work):
+    series = sorted(p for p in (REPO / "upstream").glob("[0-9][0-9][0-9][0-9]-*.patch")
+                    if p.name != "0000-cover-letter.patch")
+    if not series:
+        raise Usage("no patches in upstream/")
+    if suites.resolve(o.kernel) != "trixie-backports":
+        raise Usage("--job upstream boots the 7.3 kernel: use trixie-backports")
+    k = Kernel("trixie-backports", "7.3*")
+    src = mainline_source()
+    say(f"mainline ntsync from linux-source-7.3 {(src / '.version').read_text().strip()}, kernel {k.release}")
+    files = {}
+    for v in ("unpatched", "patched"):
+        tree = work / v
+        for f in UPSTREAM_FILES:
+            (tree / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / f, tree / f)
+        if v == "patched":
+            for p in series:
+                with open(p) as pf:
+                    if subprocess.run(["patch", "-s", "-p1", "-d", str(tree)], stdin=pf).returncode:
+                        raise Usage(f"{p.name} does not apply to linux-source-7.3")
+        build = f"/tmp/ntsync-upstream-{v}"
+        host_build = Path(str(k.root) + build)
+        roots.safe_rm(host_build)
+        host_build.mkdir(parents=True)
+        shutil.copy2(tree / "drivers/misc/ntsync.c", host_build)
+        (host_build / "Kbuild").write_text("obj-m := ntsync.o\n")
+        logf = work / f"build-{v}.log"
+        with open(logf, "w") as lf:
+            r = roots.in_root(k.root, ["make", "-s", "-C", k.kdir, f"M={build}", "modules"],
+                              stdout=lf, stderr=subprocess.STDOUT)
+        if r.returncode:
+            print(logf.read_text(errors="replace"), end="")
+            raise Usage(f"building the {v} driver failed")
+        shutil.copy2(host_build / "ntsync.ko", work / f"ntsync-{v}.ko")
+        files[f"ntsync-{v}.ko"] = work / f"ntsync-{v}.ko"
+        roots.safe_rm(host_build)
+    # the selftest with the series' new cases judges both drivers; built in the kernel root
+    # with its compiler (no host compiler involved)
+    sel = Path(str(k.root) + "/tmp/ntsync-selftest")
+    roots.safe_rm(sel)
+    shutil.copytree(work / "patched/tools/testing/selftests", sel / "selftests")
+    shutil.copytree(REPO / "include/uapi", sel / "uapi")
+    logf = work / "selftest-build.log"
+    with open(logf, "w") as lf:
+        r = roots.in_root(k.root, ["sh", "-c", "cc=$(ls /usr/bin/gcc-[0-9]* | sort -V | tail -n 1) && "
+                                   "$cc -O2 -static -pthread -I /tmp/ntsync-selftest/uapi "
+                                   "-I /tmp/ntsync-selftest/selftests "
+                                   "-o /tmp/ntsync-selftest/ntsync-selftest "
+                                   "/tmp/ntsync-selftest/selftests/drivers/ntsync/ntsync.c"],
+                          stdout=lf, stderr=subprocess.STDOUT)
+    if r.returncode:
+        print(logf.read_text(errors="replace"), end="")
+        raise Usage("building the selftest failed")
+    shutil.copy2(sel / "ntsync-selftest", work / "ntsync-selftest")
+    roots.safe_rm(sel)
+    files["bin/ntsync-selftest"] = work / "ntsync-selftest"
+    bins = static.build(["amd64"]) / "amd64"
+    for t in sorted(bins.glob("test-*")):
+        files[f"bin/{t.name}"] = t
+    initramfs.build(work / "initrd.gz", UPSTREAM_INIT, files)
+    m = qemu.Machine(console=log_path("upstream-check.log"), name="ntsync-boot-upstream", mem=1024, smp=2,
+                     kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
+                     append="console=ttyS0 panic=-1 oops=panic quiet")
+    text, _ = boot(m, console.timeout_for("boot", 1800), who=k.release)
+    return judge_upstream(text)
+
+
+def judge_upstream(text, prog="upstream"):
+    lines = console.clean_lines(text)
+    if not any(line.startswith("== end") for line in lines):
+        raise Usage(f"the guest did not finish; see {log_path('upstream-check.log')}")
+    rc = 0
+    for v in ("unpatched", "patched"):
+        self_lines = _between(lines, f"== selftest-begin {v}", f"== selftest-end {v}")
+        s_ok = sum(1 for x in self_lines if x.startswith("ok "))
+        s_fail = sum(1 for x in self_lines if x.startswith("not ok "))
+        failed = [m.group(1) for x in self_lines for m in [re.match(r"^not ok \d+ [^.]*\.([a-z_0-9]*)", x)] if m]
+        suite_lines, inside = [], False
+        for x in lines:
+            if x.startswith(f"== suite-group {v} "):
+                inside = True
+            elif x.startswith(f"== suite-exit {v} "):
+                inside = False
+            elif inside:
+                suite_lines.append(x)
+
+        def total(label):
+            rx = re.compile(rf"^\[  {label} *\] (\d+) test")
+            return sum(int(m.group(1)) for x in suite_lines for m in [rx.match(x)] if m)
+        u_pass, u_fail, u_skip = total("PASSED"), total("FAILED"), total("SKIPPED")
+        print(f"{v}: selftest {s_ok} passed, {s_fail} failed{' (' + ' '.join(failed) + ')' if failed else ''}; "
+              f"suite (NTSYNC_STRICT=1) {u_pass} passed, {u_fail} failed, {u_skip} skipped")
+        if v == "patched":
+            if s_fail or not s_ok or u_fail:
+                say(f"{prog}: the patched driver must pass everything")
+                rc = 1
+        else:
+            for c in NEW_CASES:
+                if c not in failed:
+                    say(f"{prog}: new case {c} passed on the unpatched driver")
+                    rc = 1
+        if not any(x == f"== rmmod {v} ok" for x in lines):
+            say(f"{prog}: rmmod of the {v} driver failed")
+            rc = 1
+    rc |= judge_taint(console.boot_marks(text), prog)
+    if kernel_log_problems(lines):
+        say(f"{prog}: kernel log shows a report (above)")
+        rc = 1
+    if rc == 0:
+        print(f"{prog}: ok: the new cases fail without the series and everything passes with it")
+    return rc
+
+
+# ------------------------------------------------------------------ command line
+
+def whole(v):
+    if not re.fullmatch(r"[0-9]+", v):
+        raise argparse.ArgumentTypeError(f"'{v}' is not a whole number")
+    return int(v)
+
+
+def main(argv):
+    rest = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, rest = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(prog="ntsync-vm boot", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("kernel", nargs="?", help=f"{suites.describe()}, or for fuzz debug or kcsan")
+    ap.add_argument("--job", choices=JOBS, required=True)
+    ap.add_argument("--in-tree", action="store_true", help="smoke, fuzz: load the kernel's own ntsync.ko (7.x)")
+    ap.add_argument("--seconds", type=whole, default=600, help="fuzz: fuzzing time for guest-abuse.sh (600)")
+    ap.add_argument("--cycles", type=whole, help="fuzz: create/close cycles (1000000; 20000 on debug/kcsan)")
+    ap.add_argument("--seed", type=whole, help="fuzz: the fuzzers' seed")
+    ap.add_argument("--smp", type=whole, default=2, help="fuzz: vCPUs (2)")
+    ap.add_argument("--mem", type=whole, default=2048, help="fuzz: MiB (2048)")
+    ap.add_argument("--suite", action="store_true", help="fuzz: also run the conformance suite (amd64, i386) first")
+    ap.add_argument("--linearize", type=whole, default=120, help="fuzz: seconds of ntsync-linearize (120)")
+    ap.add_argument("--linearize-only", action="store_true", help="fuzz: only the linearizability phase")
+    ap.add_argument("--module-src", metavar="DIR", help="fuzz: build the module from DIR (module/, include/uapi/, "
+                    "VERSION) instead of this tree")
+    o = ap.parse_args(argv)
+    o.rest = rest
+    o.bench = o.job == "bench"
+    if rest and not o.bench:
+        raise Usage(f"'-- {' '.join(rest)}': only --job bench takes arguments (for ntsync-bench)")
+    o.kernel = o.kernel or DEFAULT_KERNEL[o.job]
+    if o.kernel in DEBUG_FLAVOURS and o.job != "fuzz":
+        raise Usage(f"kernel {o.kernel}: only --job fuzz boots the debug kernels")
+    require_root("boot (the module is built in a chroot)")
+    ensure_host_tools(["qemu-system-x86_64", "busybox", "unshare"])
+    with tempfile.TemporaryDirectory(prefix="ntsync-boot-") as work:
+        job = {"smoke": job_smoke, "bench": job_smoke, "fuzz": job_fuzz, "upstream": job_upstream}[o.job]
+        return job(o, Path(work))

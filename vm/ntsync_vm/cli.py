@@ -1,0 +1,97 @@
+"""vm/ntsync-vm's command line: the cloud guest jobs (cloud.py) and the subcommands."""
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from . import accel as accel_mod
+from . import qemu
+from .util import Failure
+
+SUBCOMMANDS = """more subcommands (each has --help):
+  kbuild [--sparse] [SUITE...]   module/ built with W=1 against each suite's kernel headers, one table
+  kroot SUITE                    print the path of SUITE's kernel root (built when missing)
+  in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
+  boot [KERNEL] --job smoke|fuzz|bench|upstream   a kernel booted with an initramfs job
+  build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
+  lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
+  qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
+suites: bookworm (6.1), trixie (6.12), sid (7.2), trixie-backports (7.3; old name trixie-7x)
+"""
+
+
+def qemu_main(argv):
+    """`ntsync-vm qemu --console FILE --timeout S [--tcg-only] -- QEMU-ARGS`: a guest of raw
+    QEMU arguments with the accelerator decided for this host (KVM falls back to TCG)."""
+    ap = argparse.ArgumentParser(prog="ntsync-vm qemu", description="run QEMU with the accelerator "
+                                 "decided for this host, falling back from KVM to TCG")
+    ap.add_argument("--console", required=True, help="file that receives the serial console")
+    ap.add_argument("--timeout", type=float, required=True, help="seconds; then QEMU is stopped, exit 124")
+    ap.add_argument("--tcg-only", action="store_true", help="never KVM (runs that use -icount)")
+    if "--" not in argv:
+        ap.error("the QEMU arguments follow '--'")
+    i = argv.index("--")
+    o = ap.parse_args(argv[:i])
+    qargs = argv[i + 1:]
+    kernel = qargs[qargs.index("-kernel") + 1] if "-kernel" in qargs else None
+    m = qemu.Machine(console=Path(o.console), name="ntsync-qemu", machine=None, rng=False, kernel=None,
+                     extra=qargs, smp=1, mem=256)
+    # timeout(1) or a caller's kill: stop QEMU on the way out (qemu.run()'s finally).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    return qemu.run(m, o.timeout, tcg_only=o.tcg_only, kernels=[kernel] if kernel else [])
+
+
+def accel_main(argv):
+    ap = argparse.ArgumentParser(prog="ntsync-vm accel",
+                                 description="print the QEMU accelerator guests use here: kvm or tcg")
+    ap.add_argument("--why", action="store_true", help="also print the reason on stderr")
+    ap.add_argument("--kernel", action="append", default=[], help="probe with this kernel first")
+    o = ap.parse_args(argv)
+    accel, why = accel_mod.decide(o.kernel, say=lambda m: print(f"ntsync-vm: {m}", file=sys.stderr))
+    print(accel)
+    if o.why:
+        print(f"ntsync-vm accel: {accel} ({why})", file=sys.stderr)
+    return 0
+
+
+def main(argv):
+    sub = argv[0] if argv else ""
+    try:
+        if sub == "_customize":  # mmdebstrap's customize hook of an image build
+            from .image import customize_root
+            customize_root(Path(argv[1]), argv[2])
+            return 0
+        if sub == "accel":
+            return accel_main(argv[1:])
+        if sub == "qemu":
+            return qemu_main(argv[1:])
+        if sub == "kbuild":
+            from . import kbuild
+            return kbuild.main(argv[1:])
+        if sub == "kroot":
+            from . import kbuild
+            return kbuild.kroot_main(argv[1:])
+        if sub == "in-root":
+            from . import kbuild
+            return kbuild.in_root_main(argv[1:])
+        if sub == "boot":
+            from . import boot
+            return boot.main(argv[1:])
+        if sub == "build-kernel":
+            from . import kernel
+            return kernel.main(argv[1:])
+        if sub == "lifecycle":
+            from . import lifecycle
+            return lifecycle.main(argv[1:])
+        from . import cloud
+        return cloud.main(argv, SUBCOMMANDS)
+    except ValueError as e:  # NTSYNC_ACCEL=bogus and the like
+        print(f"ntsync-vm: {e}", file=sys.stderr, flush=True)
+        return 2
+    except Failure as e:
+        print(f"ntsync-vm: {e}", file=sys.stderr, flush=True)
+        return e.code
+    except KeyboardInterrupt:
+        print("ntsync-vm: interrupted", file=sys.stderr)
+        return 130

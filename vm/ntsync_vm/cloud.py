@@ -1,0 +1,492 @@
+"""The cloud guest jobs: demo, test, bench, exec, shell, matrix (Debian cloud images, our
+packages installed by apt)."""
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import sys
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import accel as accel_mod
+from . import artifacts, gates, lock, qemu, static, suites
+from .console import SUMMARY, BootCrash, KvmTrouble, boot_crash, tail, timeout_for, watch_guest
+from .image import find_image
+from .util import REPO, Failure, cache, die, elapsed, ensure_host_tools, fmt_secs, log, repo_version, \
+    run, source_files, tree_hash, warn
+
+
+def build_debs():
+    """Our packages from this tree (debian/build-debs, i.e. dpkg-buildpackage -us -uc -b).
+    Cached under $NTSYNC_CACHE/vm-debs/HASH, HASH being that of the files that go into them."""
+    if not (REPO / "debian/control").exists():
+        raise Failure("debian/control is missing: the packages cannot be built from this tree")
+    files = [f for f in source_files() if not f.startswith(("vm/", ".ci/")) and f not in ("README.md", "check")]
+    key = tree_hash(files)
+    out = cache() / "vm-debs" / key
+    debs = sorted(out.glob("*.deb")) if (out / "ok").exists() else []
+    if debs:
+        log(f"packages: cached {out} ({len(debs)} debs)")
+        return debs
+    ensure_host_tools(["dpkg-buildpackage"])
+    t = time.monotonic()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    logf = out.parent / f"build-{key}.log"
+    if (REPO / "debian/build-debs").exists():
+        cmd = ["bash", str(REPO / "debian/build-debs"), "--out", str(out)]
+    else:
+        die("debian/build-debs is missing; it builds the packages (dpkg-buildpackage -us -uc -b)")
+    log(f"packages: building with {shlex.join(cmd[1:])} (log {logf})")
+    with open(logf, "w") as lf:
+        try:
+            r = subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=1800)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"building the packages timed out after 30 min; see {logf}")
+    if r.returncode != 0:
+        tail_lines = logf.read_text(errors="replace").splitlines()[-20:]
+        raise Failure(f"building the packages failed; last lines of {logf}:\n  " + "\n  ".join(tail_lines))
+    debs = sorted(out.glob("*.deb"))
+    if not debs:
+        raise Failure(f"building the packages made no .deb files; see {logf}")
+    (out / "ok").write_text("")
+    builds = sorted((p for p in (cache() / "vm-debs").iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in builds[:-4]:
+        shutil.rmtree(old, ignore_errors=True)
+    log(f"packages: {len(debs)} debs in {fmt_secs(time.monotonic() - t)}: " + " ".join(d.name for d in debs))
+    return debs
+
+
+def build_i386_suite():
+    """The conformance suite as static i386 executables (tests/build-static --arch i386),
+    for the compat ioctl path."""
+    try:
+        d = static.build(["i386"]) / "i386"
+    except Failure as e:
+        raise Failure(f"{e}\n(ntsync-vm test --no-i386 runs the 64-bit suite alone)")
+    log(f"i386 suite: {d}")
+    return d
+
+
+def decide_accel(image=None):
+    """The accelerator of this host's guests (vm/lib/accel.py: a real kernel is booted under
+    KVM once per boot of the host; the image's own kernel first)."""
+    try:
+        return accel_mod.decide([image["kernel"]] if image else [], say=log)
+    except ValueError as e:
+        die(str(e))
+
+
+def gate_kernel_log(results, console):
+    """The honest gates: kernel log reports after the job started, taint, modprobe -r."""
+    problems = []
+    dm = results / "dmesg.txt"
+    if dm.exists():
+        lines = dm.read_text(errors="replace").splitlines()
+        start = next((i for i, line in enumerate(lines) if "ntsync-vm: job " in line and " start" in line), 0)
+        before, after = lines[:start], lines[start:]
+        source = "dmesg"
+    else:
+        before = []
+        after = [line for line in Path(console).read_text(errors="replace").splitlines()
+                 if re.match(r"\[\s*\d+\.\d+\]", line)]
+        source = "console"
+    gate_list = gates.load()
+    problems += gates.judge(after, source, gates=gate_list)
+    notes = [f"before the job, at boot: {p.split(': ', 1)[1].rsplit(' (', 1)[0]}"
+             for p in gates.judge(before, gates=gate_list)]
+    try:
+        t0 = int((results / "taint.start").read_text())
+        t1 = int((results / "taint.end").read_text())
+        bad = gates.taint_problem(t1, t0)
+        if bad:
+            problems.append(bad.replace("kernel tainted", "kernel tainted during the job"))
+        if t0 & ~gates.TAINT_ALLOWED:
+            notes.append(f"kernel already tainted at job start: {t0}")
+    except (OSError, ValueError):
+        problems.append("no taint state came back from the guest")
+    try:
+        urc = int((results / "unload.rc").read_text())
+        if urc != 0:
+            problems.append(f"modprobe -r ntsync failed at the end (rc {urc})")
+    except (OSError, ValueError):
+        problems.append("the end-of-job modprobe -r ntsync did not report")
+    return problems, notes
+
+
+KERNEL_CMDLINE = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
+
+
+def run_guest(job, suite, opts, debs, image=None, echo_job=False):
+    """One guest run. Returns a dict with result, summary, timings, paths.
+    Guests of all ntsync-vm users on this machine run one at a time (2 shared cores under TCG);
+    NTSYNC_VM_PARALLEL=1 skips the queue. A guest whose kernel crashes while booting, before
+    any of our code is there, boots once more (said on the console, never silently)."""
+    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds", "busybox"])
+    accel, why = decide_accel(None if getattr(opts, "image", None) else image)
+    with lock.guest(skip=job == "shell"):
+        try:
+            return _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
+        except BootCrash as e:
+            warn(f"{str(e).splitlines()[0]}")
+            warn("booting a fresh guest once more (a TCG text-patching fault, see boot_crash() in "
+                 "vm/ntsync_vm/console.py); a second crash fails the run")
+            accel, why = decide_accel(None if getattr(opts, "image", None) else image)
+            res = _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
+            res["notes"].append(f"the first boot crashed before the job: {e.console}")
+            return res
+
+
+def _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why):
+    try:
+        return _run_guest(job, suite, opts, debs, image, echo_job, accel, why)
+    except KvmTrouble as e:
+        if os.environ.get("NTSYNC_ACCEL") == "kvm":
+            raise Failure(f"KVM could not run this guest ({e}); NTSYNC_ACCEL=kvm is set, so no fallback "
+                          "to TCG: unset it (or set NTSYNC_ACCEL=tcg)") from None
+        warn(f"KVM could not run this guest ({e}); stopped it and booting it again under TCG. "
+             f"TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
+        accel_mod.remember("tcg", f"a guest failed under KVM: {e}")
+        return _run_guest(job, suite, opts, debs, image, echo_job, "tcg", f"KVM failed this guest: {e}")
+
+
+def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
+    t_start = time.monotonic()
+    spec = suites.SUITES.get(suite)
+    user_image = getattr(opts, "image", None)
+    driver = opts.driver
+    if driver == "in-tree" and user_image is None and not spec["in_tree"]:
+        die(f"--driver in-tree needs a kernel with the in-tree driver; use --suite trixie-backports "
+            f"(suite {suite} has kernel {spec['kernel']})")
+    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds"])
+    runs = cache() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-") + f"{job}-{suite}-", dir=runs))
+    console = run_dir / "console.log"
+    console.touch()
+    artifacts.prune_runs(runs)
+    net = bool(user_image) or opts.net
+    share = None
+    if job == "exec":
+        share = Path(opts.share).resolve() if opts.share else None
+    env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
+           "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else ""}
+    seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
+    extra = {}
+    if job == "test" and getattr(opts, "i386_dir", None):
+        extra["i386"] = opts.i386_dir
+    inp = artifacts.make_input(run_dir, job, env, debs, share=share, extra=extra)
+    out_img = run_dir / "out.img"
+    with open(out_img, "wb") as f:
+        f.truncate(1024 * 1024 * int(os.environ.get("NTSYNC_OUT_MIB", "512")))
+    overlay = run_dir / "disk.qcow2"
+    machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
+                           smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
+                           icount=job == "bench" and accel == "tcg" and not opts.no_icount)
+    if user_image:
+        base = Path(user_image).resolve()
+        fmt = "qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"
+        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(overlay), "16G"])
+        kernel_desc = "its own bootloader and kernel"
+    else:
+        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image["disk"]), "-F", "qcow2", str(overlay)])
+        machine.kernel, machine.initrd = str(image["kernel"]), str(image["initrd"])
+        machine.append = (KERNEL_CMDLINE + " " + opts.append).strip()
+        kernel_desc = image["info"]["kernel_release"]
+    machine.drives = [
+        # bootindex 1: with -kernel QEMU's linuxboot option ROM holds 0.
+        qemu.Drive(str(overlay), "qcow2", bootindex=1, opts="discard=unmap,cache=unsafe"),
+        qemu.Drive(str(seed), "raw", readonly=True),
+        qemu.Drive(str(inp), "raw", serial="ntsync-in", readonly=True),
+        qemu.Drive(str(out_img), "raw", serial="ntsync-out"),
+    ]
+    smp, icount, interactive = machine.smp, machine.icount, machine.interactive
+    what = (f"{job} on {suite if not user_image else user_image} ({kernel_desc}), driver {driver}, "
+            f"{accel.upper()}{' icount' if icount else ''}, {smp} vCPU, {opts.mem} MiB"
+            f"{', user network' if net else ''}; {accel.upper()}: {why}")
+    log(f"booting: {what}")
+    log(f"console log: {console}")
+    stages = {"install": "install-net" if net else "install"}
+    job_timeout = timeout_for("job", opts.timeout or (3600 if job == "bench" else None))
+    if interactive:
+        job_timeout = 10 ** 9
+        qemu.start(machine, accel, record=run_dir / "qemu.cmd").wait()
+        times, last_stage, done = {}, "shell", None
+    else:
+        proc = qemu.start(machine, accel, run_dir / "qemu.stderr", record=run_dir / "qemu.cmd")
+        try:
+            times, last_stage, done = watch_guest(proc, console, stages, echo_job, job_timeout, t_start,
+                                                  accel, run_dir / "qemu.stderr")
+        except BaseException:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            raise
+    total = time.monotonic() - t_start
+    results = run_dir / "out"
+    got = artifacts.read_results(out_img, results)
+    overlay.unlink(missing_ok=True)
+    res = {"job": job, "suite": suite, "driver": driver, "run_dir": str(run_dir), "console": str(console),
+           "times": times, "total": total, "kernel": kernel_desc}
+    if done is None and not interactive and not (results / "job.rc").exists():
+        err = (run_dir / "qemu.stderr").read_text(errors="replace").strip()
+        if last_stage == "boot" and boot_crash(console):
+            raise BootCrash(f"the guest's kernel crashed while booting, before the job began and with no "
+                            f"ntsync module loaded. Console log {console}, its tail:\n{tail(console)}", console)
+        raise Failure(f"the guest stopped during stage '{last_stage}' without finishing"
+                      f"{' (QEMU: ' + err.splitlines()[-1] + ')' if err else ''}. Console log {console}, "
+                      f"its tail:\n{tail(console)}")
+    if not got:
+        raise Failure(f"no results came back from the guest (disk {out_img}); console log {console}")
+    if (results / "uname").exists():
+        res["kernel"] = (results / "uname").read_text().strip()
+    res["job_rc"] = int((results / "job.rc").read_text()) if (results / "job.rc").exists() else None
+    if (results / "failure").exists():
+        res["failure"] = (results / "failure").read_text().strip()
+    problems, notes = gate_kernel_log(results, console)
+    res["problems"], res["notes"] = problems, notes
+    joblog = results / "job.log"
+    res["summary"] = None
+    if joblog.exists():
+        for line in joblog.read_text(errors="replace").splitlines():
+            m = SUMMARY.match(line.strip())
+            if m:
+                res["summary"] = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    res["results"] = str(results)
+    return res
+
+
+TARGETS = {"total_cached": 240, "boot": 90, "total_cold": 480}
+
+
+def print_timings(res, image_seconds=None):
+    t = res["times"]
+    parts = [f"boot to job script {fmt_secs(t.get('boot_to_job', 0))}"]
+    if "boot_to_first_test" in t:
+        # the packages installed (DKMS build included) and the driver loaded: the job begins
+        parts.append(f"boot to first test {fmt_secs(t['boot_to_first_test'])} (target <= {TARGETS['boot']}s)")
+    for st in ("install", "driver", "job", "unload", "collect", "poweroff"):
+        if st in t:
+            parts.append(f"{st} {fmt_secs(t[st])}")
+    waited = lock.WAITED[0]
+    total = elapsed() - waited
+    target = TARGETS["total_cold"] if image_seconds else TARGETS["total_cached"]
+    queued = f" not counting {fmt_secs(waited)} queued" if waited > 1 else ""
+    parts.append(f"whole run {fmt_secs(total)}{queued} (target <= {fmt_secs(target)}"
+                 f"{', image built in this run' if image_seconds else ', cached image'})")
+    log("timings: " + "; ".join(parts))
+
+
+def verdict(res):
+    """Exit code and the reasons: 0 pass, 1 failed (tests or gates)."""
+    reasons = list(res["problems"])
+    if res.get("failure"):
+        reasons.insert(0, res["failure"])
+    if res["job_rc"] not in (0, None):
+        reasons.insert(0, f"the job exited {res['job_rc']}")
+    return (1 if reasons else 0), reasons
+
+
+def report(res, image_seconds=None, timings=True):
+    if timings:
+        print_timings(res, image_seconds)
+    for n in res["notes"]:
+        log(f"note: {n}")
+    code, reasons = verdict(res)
+    log(f"results: {res['results']}")
+    log(f"console log: {res['console']}")
+    for r in reasons:
+        log(f"FAIL: {r}")
+    if not reasons:
+        log("kernel log clean (no BUG/WARNING/Oops/lockdep/KASAN/kmemleak/refcount_t), "
+            "no new taint beyond O/E, modprobe -r ntsync succeeded")
+    return code
+
+
+def prepare(opts, suite):
+    """Image (unless --image) and packages. Returns (image, debs, image_seconds)."""
+    image, image_seconds = None, None
+    if not opts.image:
+        t = time.monotonic()
+        paths, info = find_image(suite, opts.kernel_debs, rebuild=opts.rebuild)
+        if time.monotonic() - t > 30:
+            image_seconds = time.monotonic() - t
+        image = dict(paths, info=info)
+    debs = None
+    if opts.debs:
+        debs = sorted(p for p in Path(opts.debs).glob("*.deb") if "-dbgsym_" not in p.name)
+        if not debs:
+            die(f"--debs {opts.debs}: no .deb files there")
+        log(f"packages: {len(debs)} debs from {opts.debs}")
+    elif not opts.no_debs:
+        debs = build_debs()
+    if opts.job == "test" and not opts.no_i386 and not getattr(opts, "i386_dir", None):
+        d = build_i386_suite()
+        opts.i386_dir = str(d) if d else None
+    return image, debs, image_seconds
+
+
+def job_single(opts):
+    suite = opts.suite
+    if opts.driver == "in-tree" and not opts.image and not suites.SUITES[suite]["in_tree"]:
+        die(f"--driver in-tree: suite {suite} (kernel {suites.SUITES[suite]['kernel']}) has no in-tree ntsync; "
+            "use --suite trixie-backports")
+    image, debs, image_seconds = prepare(opts, suite)
+    if opts.job in ("test", "demo", "bench") and debs is None:
+        die(f"job {opts.job} needs our packages: drop --no-debs")
+    res = run_guest(opts.job, suite, opts, debs, image=image,
+                    echo_job=opts.job in ("demo", "bench", "exec") or opts.verbose)
+    if opts.job == "shell":
+        if res.get("job_rc") is None:
+            log(f"shell ended without ntsync-vm-exit: no end-of-job checks; console log {res['console']}")
+            return 0
+        log("shell ended through ntsync-vm-exit: the end-of-job checks")
+        return report(res, timings=False)
+    code = report(res, image_seconds)
+    if opts.job == "exec":
+        share = Path(res["results"]) / "share"
+        if share.exists():
+            log(f"the folder as the command left it: {share}")
+    if opts.job == "test":
+        s = res["summary"]
+        if s is None:
+            log("FAIL: the test runner printed no summary line")
+            code = 1
+        elif s[1]:
+            code = 1
+        line = f"{s[0]} passed, {s[1]} failed, {s[2]} skipped" if s else "0 passed, 1 failed, 0 skipped"
+        print(line, flush=True)
+    elif opts.job == "exec":
+        if res["job_rc"] not in (0, None) and not res["problems"]:
+            code = res["job_rc"] if 0 < res["job_rc"] < 256 else 1
+    return code
+
+
+def job_matrix(opts):
+    rows = []
+    plan = [(s, "ours") for s in ("bookworm", "trixie", "trixie-backports")] + [("trixie-backports", "in-tree")]
+    if opts.suites:
+        wanted = [suites.resolve(x, image_only=True) for x in opts.suites.split(",")]
+        plan = [p for p in plan if p[0] in wanted]
+    if not opts.debs:
+        # One build of the packages for every row, even if the tree changes meanwhile.
+        debs = build_debs()
+        opts.debs = str(debs[0].parent)
+    if not opts.no_i386 and not getattr(opts, "i386_dir", None):
+        # Likewise one build of the i386 suite.
+        d = build_i386_suite()
+        opts.i386_dir = str(d) if d else None
+    for suite, driver in plan:
+        o = argparse.Namespace(**vars(opts))
+        o.suite, o.driver, o.job = suite, driver, "test"
+        log(f"matrix: {suite} / {driver}")
+        t = time.monotonic()
+        try:
+            image, debs, _ = prepare(o, suite)
+            res = run_guest("test", suite, o, debs, image=image)
+            code, reasons = verdict(res)
+            s = res["summary"]
+            if s is None or s[1]:
+                code = 1
+            gate = "clean" if not res["problems"] else "; ".join(res["problems"])
+            rows.append((suite, res["kernel"], driver, s, gate,
+                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL", res["console"]))
+        except Failure as e:
+            rows.append((suite, suites.SUITES[suite]["kernel"], driver, None, str(e).splitlines()[0],
+                         fmt_secs(time.monotonic() - t), "FAIL", ""))
+    print()
+    hdr = ("suite", "kernel", "driver", "passed", "failed", "skipped", "kernel log", "time", "result")
+    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[4][:60], r[5], r[6])
+                     for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
+    for row in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    tot = [sum(r[3][i] for r in rows if r[3]) for i in range(3)]
+    failed_rows = sum(1 for r in rows if r[6] != "PASS")
+    print(f"\n{tot[0]} passed, {tot[1] + (failed_rows if not tot[1] else 0)} failed, {tot[2]} skipped")
+    return 0 if failed_rows == 0 else 1
+
+
+def main(argv, epilog_more=""):
+    """The cloud guest jobs' command line (vm/ntsync-vm JOB [options])."""
+    cmd_args = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, cmd_args = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(
+        prog="ntsync-vm",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Debian cloud guests under QEMU for ntsync: build images, install our packages "
+                    "with apt, run a job, check the kernel log.",
+        epilog="""jobs:
+  demo      fresh guest, packages installed with apt, /dev/ntsync shown working, quick benchmark
+  test      the installed conformance suite (ntsync-run-tests); prints 'N passed, N failed, N skipped'
+  bench     ntsync-bench in a 1-vCPU icount guest; on trixie-backports the in-tree driver vs ours, with ratios
+  exec      run a command in a guest:  ntsync-vm exec [--share DIR] -- CMD ARGS...
+  shell     interactive root shell on the guest's serial console
+  matrix    test on every suite (and trixie-backports with both drivers), one table
+  image     just build (or refresh) the image of --suite
+  accel     print the accelerator guests use on this host (kvm or tcg); --why says why
+""" + epilog_more + """
+
+exit codes: 0 passed, 1 failed (tests, a job command, or a kernel-log/taint/unload gate),
+2 bad usage, 3 infrastructure (image build, boot, a stage that stalled).
+environment: NTSYNC_CACHE (default /var/cache/ntsync), NTSYNC_ACCEL=tcg|kvm, NTSYNC_TIMEOUT_SCALE,
+NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).""")
+    ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image"])
+    ap.add_argument("--suite", default=None,
+                    help="bookworm (6.1), trixie (6.12, default), trixie-backports (7.3; default for bench; "
+                    "trixie-7x is its old name)")
+    ap.add_argument("--driver", choices=["ours", "in-tree"], default="ours",
+                    help="in-tree: use the kernel's own ntsync (trixie-backports or --image only)")
+    ap.add_argument("--image", metavar="FILE", help="boot this Debian genericcloud qcow2 instead of our image "
+                    "(the guest then gets a network to install headers and a compiler)")
+    ap.add_argument("--kernel-debs", metavar="DIR", help="install these kernel .debs into the image and boot them")
+    ap.add_argument("--debs", metavar="DIR", help="install these .debs instead of building the repository's")
+    ap.add_argument("--no-debs", action="store_true",
+                    help="no packages: build module/ in the guest and load it (debugging the flow)")
+    ap.add_argument("--share", metavar="DIR", help="exec: folder copied into the guest (cwd of CMD) and back")
+    ap.add_argument("--net", action="store_true", help="give the guest QEMU's user network")
+    ap.add_argument("--smp", type=int, default=None, help="vCPUs (default 2; bench 1)")
+    ap.add_argument("--mem", type=int, default=2048, help="guest memory in MiB (default 2048)")
+    ap.add_argument("--timeout", type=int, default=None, help="time-out of the job stage in seconds")
+    ap.add_argument("--no-icount", action="store_true", help="bench: plain TCG instead of -icount")
+    ap.add_argument("--no-i386", action="store_true",
+                    help="test: skip the 32-bit (i386, compat ioctl) build of the suite, "
+                    "which runs after the 64-bit one")
+    ap.add_argument("--append", default="", help="extra kernel command line")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
+    ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
+    ap.add_argument("-v", "--verbose", action="store_true", help="show the job's console output")
+    opts = ap.parse_args(argv)
+    opts.cmd = cmd_args
+    opts.cmd_string = shlex.join(cmd_args) if len(cmd_args) != 1 else cmd_args[0]
+    if opts.suite is None:
+        opts.suite = "trixie-backports" if opts.job == "bench" else suites.DEFAULT
+    opts.suite = suites.resolve(opts.suite, image_only=True)
+    if opts.job == "exec" and not cmd_args:
+        die("exec needs a command: ntsync-vm exec [--share DIR] -- CMD ARGS...")
+    if opts.job != "exec" and cmd_args:
+        die(f"'-- {' '.join(cmd_args)}': only the exec job takes a command")
+    if opts.share and not Path(opts.share).is_dir():
+        die(f"--share {opts.share}: not a folder")
+    if opts.image and not Path(opts.image).is_file():
+        die(f"--image {opts.image}: no such file; pass a Debian genericcloud qcow2 "
+            "(debian-13-genericcloud-amd64.qcow2 from Debian's cloud image site)")
+    if opts.kernel_debs and not Path(opts.kernel_debs).is_dir():
+        die(f"--kernel-debs {opts.kernel_debs}: not a folder")
+    try:
+        if opts.job == "image":
+            find_image(opts.suite, opts.kernel_debs, rebuild=opts.rebuild)
+            return 0
+        if opts.job == "matrix":
+            return job_matrix(opts)
+        return job_single(opts)
+    except KeyboardInterrupt:
+        print("ntsync-vm: interrupted", file=sys.stderr)
+        return 130

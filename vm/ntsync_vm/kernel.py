@@ -1,0 +1,117 @@
+"""`ntsync-vm build-kernel --flavour debug|kcsan`: a debug kernel for the boot jobs, built from
+Debian trixie's linux-source-6.12 with a small guest configuration
+(tests/debug-kernel/config/guest.config) plus the flavour's fragment, packaged with
+`make bindeb-pkg`:
+  debug  lockdep, KASAN, kmemleak, debug-objects, failslab (config/debug.config)
+  kcsan  the kernel concurrency sanitizer (config/kcsan.config); KCSAN and KASAN exclude
+         each other, so it is a kernel of its own
+The build runs in a trixie root (roots.mmdebstrap), with trixie's gcc-14, the compiler DKMS
+uses in a trixie guest. Everything goes to $NTSYNC_CACHE/FLAVOUR-kernel/: root/ (the build
+root, the tree in root/build/linux-source-6.12), debs/, build.log, stamp."""
+
+import argparse
+import os
+import shutil
+import subprocess
+import time
+
+from . import roots
+from .util import MIRROR, REPO, Failure, Usage, cache, require_root, say
+
+WANTED = {
+    "debug": "PROVE_LOCKING DEBUG_ATOMIC_SLEEP KASAN DEBUG_KMEMLEAK DEBUG_OBJECTS FAULT_INJECTION FAILSLAB "
+             "FAULT_INJECTION_DEBUG_FS",
+    "kcsan": "KCSAN KCSAN_INTERRUPT_WATCHER DEBUG_ATOMIC_SLEEP",
+}
+ALWAYS = "DEBUG_FS TIME_NS USER_NS DEVTMPFS EXT4_FS VIRTIO_BLK 9P_FS MODULE_UNLOAD"
+PACKAGES = ["build-essential", "bc", "bison", "flex", "libelf-dev", "libssl-dev", "kmod", "cpio", "rsync",
+            "dpkg-dev", "debhelper", "python3", "xz-utils", "fakeroot", "linux-source-6.12"]
+TREE = "/build/linux-source-6.12"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="ntsync-vm build-kernel", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--flavour", choices=sorted(WANTED), default="debug")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel make jobs (nproc)")
+    ap.add_argument("--force", action="store_true", help="rebuild even when debs/ holds a finished build")
+    ap.add_argument("--clean", action="store_true", help="remove the build root (keeps debs/) and exit")
+    o = ap.parse_args(argv)
+    if o.jobs < 1:
+        raise Usage(f"--jobs wants a positive number, got {o.jobs}")
+    fl = o.flavour
+    if not (REPO / f"tests/debug-kernel/config/{fl}.config").is_file():
+        raise Usage(f"no tests/debug-kernel/config/{fl}.config in {REPO}")
+    base = cache() / f"{fl}-kernel"
+    root, logf, stampf = base / "root", base / "build.log", base / "stamp"
+    if o.clean:
+        roots.safe_rm(root)
+        say(f"removed {root}")
+        return 0
+    require_root("build-kernel")
+    if not o.force and stampf.exists() and list((base / "debs").glob("linux-image-*.deb")):
+        print(f"ntsync-vm build-kernel: cached build in {base / 'debs'} (use --force to rebuild):")
+        for d in sorted((base / "debs").iterdir()):
+            print(d)
+        return 0
+    base.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    say(f"log in {logf}")
+
+    def in_root(cmd, what):
+        with open(logf, "a") as lf:
+            r = roots.in_root(root, ["sh", "-c", cmd], stdout=lf, stderr=subprocess.STDOUT)
+        if r.returncode:
+            raise Failure(f"{what} failed, see the end of {logf}", 1)
+
+    def out_of_root(cmd):
+        return roots.in_root(root, ["sh", "-c", cmd], capture_output=True, text=True).stdout.strip()
+
+    if not (root / "usr/bin/gcc").exists() or not list((root / "usr/src").glob("linux-source-6.12.tar.*")):
+        say(f"creating the trixie build root in {root} (mmdebstrap)")
+        roots.safe_rm(root)
+        try:
+            roots.mmdebstrap("trixie", root, [f"deb {MIRROR} trixie main"], PACKAGES, base / "mmdebstrap.log")
+        except Failure as e:
+            raise Failure(f"{e}\n(is {MIRROR} reachable?)", 1)
+    tarball = sorted((root / "usr/src").glob("linux-source-6.12.tar.*"))[0].relative_to(root)
+    srcver = out_of_root("dpkg-query -W -f='${Version}' linux-source-6.12")
+    say(f"linux-source-6.12 {srcver}")
+    shutil.rmtree(root / "build", ignore_errors=True)
+    (root / "build").mkdir()
+    in_root(f"tar -C /build -xf /{tarball}", "unpacking the kernel source")
+    if not (root / TREE.lstrip("/")).is_dir():
+        raise Failure(f"unexpected tarball layout: no {TREE} in /{tarball}", 1)
+    cfg = root / f"build/ntsync-{fl}.config"
+    cfg.write_text((REPO / "tests/debug-kernel/config/guest.config").read_text()
+                   + (REPO / f"tests/debug-kernel/config/{fl}.config").read_text())
+    say(f"configuring (x86_64 defconfig + kvm_guest.config + guest.config + {fl}.config)")
+    in_root(f"cd {TREE} && make defconfig && make kvm_guest.config && "
+            f"scripts/kconfig/merge_config.sh -m .config /build/ntsync-{fl}.config && "
+            f"./scripts/config --set-str LOCALVERSION '-ntsync-{fl}' --disable LOCALVERSION_AUTO && "
+            "make olddefconfig", "configuration")
+    config = (root / TREE.lstrip("/") / ".config").read_text().splitlines()
+    missing = [opt for opt in (WANTED[fl] + " " + ALWAYS).split() if f"CONFIG_{opt}=y" not in config]
+    if missing:
+        raise Failure(f"the configuration lost: {' '.join(missing)} (see {root}{TREE}/.config)", 1)
+    say(f"building with {o.jobs} jobs under nice -n 19 (this takes a while)")
+    bstart = time.time()
+    in_root(f"cd {TREE} && nice -n 19 make -j{o.jobs} bindeb-pkg KDEB_PKGVERSION={srcver}+ntsync{fl}1 "
+            "KDEB_COMPRESS=xz", "the kernel build")
+    end = time.time()
+    debs = base / "debs"
+    shutil.rmtree(debs, ignore_errors=True)
+    debs.mkdir()
+    for d in list((root / "build").glob("linux-image-*.deb")) + list((root / "build").glob("linux-headers-*.deb")):
+        shutil.copy2(d, debs / d.name)
+    kver = out_of_root(f"cd {TREE} && make -s kernelrelease")
+    shutil.copy2(root / TREE.lstrip("/") / ".config", debs / f"config-{kver}")
+    stampf.write_text(f"kernel={kver}\nsource=linux-source-6.12 {srcver}\n"
+                      f"compiler={out_of_root('gcc --version | head -n1')}\njobs={o.jobs}\n"
+                      f"build_seconds={int(end - bstart)}\ntotal_seconds={int(end - start)}\n"
+                      f"finished={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+    say(f"done in {int(end - start) // 60} min {int(end - start) % 60} s (make: {int(end - bstart)} s)")
+    print(stampf.read_text(), end="")
+    for d in sorted(debs.iterdir()):
+        print(d.name)
+    return 0

@@ -1,0 +1,200 @@
+"""The only place a QEMU command line is assembled and QEMU started.
+
+A guest is a Machine (data); argv() turns it into a command line for an accelerator, start()
+starts it, run() runs it to the end with the host's accelerator and boots it again under TCG
+when KVM cannot run it (accel.py decides and recognises the trouble)."""
+
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import accel as accel_mod
+from .util import say, warn
+
+
+def binary():
+    return os.environ.get("NTSYNC_QEMU", "qemu-system-x86_64")
+
+
+@dataclass
+class Drive:
+    """A disk: FILE with FORMAT; SERIAL names it in the guest (/dev/disk/by-id/virtio-SERIAL)."""
+    file: str
+    format: str = "raw"
+    serial: str = None
+    readonly: bool = False
+    bootindex: int = None
+    opts: str = ""  # extra -drive options, e.g. "discard=unmap,cache=unsafe"
+
+
+@dataclass
+class Machine:
+    console: Path                      # the serial console's file (or its log when interactive)
+    name: str = "ntsync"
+    mem: int = 2048                    # MiB
+    smp: int = 2
+    cpu: str = None                    # None: host under KVM, max under TCG
+    icount: bool = False               # TCG only: guest time counts guest instructions
+    kernel: str = None
+    initrd: str = None
+    append: str = None
+    drives: list = field(default_factory=list)
+    net: bool = False                  # QEMU's user network (virtio-net)
+    rng: bool = True
+    machine: str = "q35"
+    no_reboot: bool = True
+    interactive: bool = False          # the console on stdio too (ntsync-vm shell)
+    extra: list = field(default_factory=list)  # raw arguments (ntsync-vm qemu -- ARGS)
+    nice: int = 0                      # run QEMU under nice -n NICE (long fuzz runs)
+
+
+def accel_args(accel, m):
+    """The accelerator's part of the command line. A -cpu of the machine (or of its raw
+    arguments) is kept; -icount and a single vCPU mean single-threaded TCG."""
+    cpu_given = m.cpu or "-cpu" in m.extra
+    smp = m.smp
+    if "-smp" in m.extra:
+        s = re.match(r"(?:cpus=)?(\d+)", m.extra[m.extra.index("-smp") + 1])
+        smp = int(s.group(1)) if s else 1
+    if accel == "kvm":
+        return ["-accel", "kvm"] + ([] if cpu_given else ["-cpu", "host"])
+    icount = m.icount or "-icount" in m.extra
+    return (["-accel", "tcg,thread=multi" if smp > 1 and not icount else "tcg"]
+            + ([] if cpu_given else ["-cpu", "max"]))
+
+
+def argv(m, accel):
+    """The command line of machine M under ACCEL (kvm or tcg)."""
+    cmd = ["nice", "-n", str(m.nice)] if m.nice else []
+    cmd += [binary(), "-name", m.name, "-nodefaults", "-display", "none"]
+    if m.no_reboot:
+        cmd.append("-no-reboot")
+    if m.machine:
+        cmd += ["-machine", m.machine]
+    if "-m" not in m.extra:
+        cmd += ["-m", str(m.mem)]
+    if "-smp" not in m.extra:
+        cmd += ["-smp", str(m.smp)]
+    cmd += accel_args(accel, m)
+    if m.cpu:
+        cmd += ["-cpu", m.cpu]
+    if m.icount and accel == "tcg":
+        cmd += ["-icount", "shift=0,sleep=off"]
+    if m.kernel:
+        cmd += ["-kernel", str(m.kernel)]
+    if m.initrd:
+        cmd += ["-initrd", str(m.initrd)]
+    if m.append is not None:
+        cmd += ["-append", m.append]
+    for i, d in enumerate(m.drives):
+        opts = f"file={d.file},if=none,id=d{i},format={d.format}"
+        opts += ",readonly=on" if d.readonly else ""
+        opts += f",{d.opts}" if d.opts else ""
+        dev = f"virtio-blk-pci,drive=d{i}"
+        dev += f",serial={d.serial}" if d.serial else ""
+        # bootindex: SeaBIOS would otherwise try another virtio disk first and find no
+        # bootloader there ("No bootable device"); with -kernel the option ROM holds 0.
+        dev += f",bootindex={d.bootindex}" if d.bootindex is not None else ""
+        cmd += ["-drive", opts, "-device", dev]
+    if m.rng:
+        cmd += ["-device", "virtio-rng-pci"]
+    if "-nic" not in m.extra:
+        cmd += ["-nic", "user,model=virtio-net-pci"] if m.net else ["-nic", "none"]
+    cmd += list(m.extra)
+    if m.interactive:
+        cmd += ["-chardev", f"stdio,id=ser0,mux=on,signal=off,logfile={m.console}",
+                "-serial", "chardev:ser0", "-mon", "chardev=ser0"]
+    else:
+        cmd += ["-chardev", f"file,id=ser0,path={m.console}", "-serial", "chardev:ser0", "-monitor", "none"]
+    return cmd
+
+
+def start(m, accel, stderr_path=None, record=None):
+    """Start machine M; QEMU's stdout and stderr go to STDERR_PATH. RECORD: a file that gets
+    the command line. An interactive machine keeps the terminal."""
+    cmd = argv(m, accel)
+    if record:
+        Path(record).write_text(shlex.join(cmd) + "\n")
+    if m.interactive:
+        return subprocess.Popen(cmd)
+    ef = open(stderr_path or os.devnull, "wb")
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ef, stderr=ef, start_new_session=True)
+    finally:
+        ef.close()
+
+
+def stop(proc):
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _read(path):
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def run(m, timeout, tcg_only=False, kernels=(), progress=None, record=None):
+    """Run machine M to its end with the host's accelerator; a guest that KVM cannot run is
+    stopped and booted again under TCG. Returns QEMU's exit status, or 124 after TIMEOUT
+    seconds (as timeout(1) says it). QEMU's stderr is appended to the console file.
+    PROGRESS(console_text) is called while it runs and may return a reason to stop early."""
+    if tcg_only:
+        accel, why = "tcg", "the run needs TCG (-icount)"
+    else:
+        accel, why = accel_mod.decide(list(kernels) or ([m.kernel] if m.kernel else []), say=say)
+    say(f"accelerator {accel.upper()} ({why})")
+    console = Path(m.console)
+    while True:
+        console.write_bytes(b"")
+        err_path = console.with_name(console.name + ".qemu-stderr")
+        t0 = time.monotonic()
+        proc = start(m, accel, err_path, record)
+        trouble, rc = None, None
+        try:
+            while True:
+                rc = proc.poll()
+                secs = time.monotonic() - t0
+                if accel == "kvm":
+                    size = console.stat().st_size if console.exists() else 0
+                    trouble = accel_mod.kvm_trouble(_read(err_path), size, secs, rc)
+                    if trouble:
+                        break
+                if rc is not None:
+                    break
+                if secs > timeout:
+                    rc = 124
+                    break
+                if progress and progress(_read(console)):
+                    break
+                time.sleep(0.25)
+        finally:
+            stop(proc)
+        errtext = _read(err_path)
+        err_path.unlink(missing_ok=True)
+        if trouble and os.environ.get("NTSYNC_ACCEL") == "kvm":
+            warn(f"KVM could not run this guest ({trouble}); NTSYNC_ACCEL=kvm is set, so no "
+                 "fallback: unset it (or set NTSYNC_ACCEL=tcg)")
+            return 1
+        if trouble:
+            warn(f"KVM could not run this guest ({trouble}); stopped it and booting it again under "
+                 f"TCG; TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
+            accel_mod.remember("tcg", f"a guest failed under KVM: {trouble}")
+            accel = "tcg"
+            continue
+        if errtext.strip():
+            with open(console, "a") as f:
+                f.write("\n" + errtext)
+        return rc

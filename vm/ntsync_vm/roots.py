@@ -1,0 +1,210 @@
+"""Debian roots: the only mmdebstrap caller (image roots, the kernel-header roots of the W=1
+matrix and the initramfs boots, the debug-kernel build root), with one cache policy and one
+stale-root cleanup; in_root() runs a command inside a root."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import suites
+from .util import REPO, Failure, cache, ensure_host_tools, require_root, say, tail_text
+
+# Packages of every kernel root: the compiler and tools the cloud kernel's headers need
+# (perl and python3 run kernel-doc, which W=1 builds call), sparse for `make C=2`.
+KROOT_PACKAGES = ["make", "libc6-dev", "binutils", "perl", "python3", "sparse"]
+
+
+def max_age_days():
+    """The one cache policy: a root or image older than this is built again (default 14)."""
+    v = os.environ.get("NTSYNC_MAX_AGE_DAYS", os.environ.get("NTSYNC_IMAGE_MAX_AGE_DAYS", "14"))
+    try:
+        return float(v)
+    except ValueError:
+        raise Failure(f"NTSYNC_MAX_AGE_DAYS={v!r}: give a number of days", 2)
+
+
+def stale(stamp):
+    """Why the root or image whose stamp file is STAMP must be built (again), or None."""
+    stamp = Path(stamp)
+    if not stamp.exists():
+        return "not built yet"
+    age = (time.time() - stamp.stat().st_mtime) / 86400
+    if age > max_age_days():
+        return f"{age:.0f} days old (NTSYNC_MAX_AGE_DAYS={max_age_days():g})"
+    return None
+
+
+def mounts_under(d):
+    d = str(Path(d).resolve()) + "/"
+    return [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[1].startswith(d)]
+
+
+def safe_rm(d):
+    """Remove a root an interrupted mmdebstrap may have left with /proc, /sys or /dev mounted
+    inside: unmount first, never delete through a mount."""
+    d = Path(d)
+    if not d.exists() and not d.is_symlink():
+        return
+    for m in sorted(mounts_under(d), key=len, reverse=True):
+        subprocess.run(["umount", "-l", m], check=False)
+    if mounts_under(d):
+        raise Failure(f"{d} still has mounts inside; unmount them and remove it by hand")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def clean_stale():
+    """Half-built roots of earlier, interrupted runs (*.tmp-PID whose PID is gone)."""
+    for d in list(cache().glob("images/.build-*")) + list(cache().glob("kroots/*.tmp-*")) \
+            + list(cache().glob("*-kernel/root.tmp-*")):
+        pid = d.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue
+        safe_rm(d)
+
+
+def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=(), keep_debs=False,
+               timeout=1800):
+    """THE mmdebstrap call: a Debian RELEASE root in TARGET with PACKAGES from SOURCES. Every
+    root shares the .deb cache $NTSYNC_CACHE/apt/RELEASE; an archive snapshot whose Release
+    files expired is accepted. HOOKS: more --customize-hook commands. KEEP_DEBS leaves the
+    downloaded .debs in the root (the hook removes them itself)."""
+    require_root("building a Debian root")
+    ensure_host_tools(["mmdebstrap"])
+    apt_cache = cache() / "apt" / release
+    apt_cache.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        "nice", "-n", "10", "mmdebstrap", "--mode=root", f"--variant={variant}",
+        "--include=" + ",".join(packages),
+        "--aptopt=Acquire::Languages \"none\"",
+        "--aptopt=APT::Install-Recommends \"false\"",
+        "--aptopt=Acquire::Check-Valid-Until \"false\"",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "--dpkgopt=path-exclude=/usr/share/info/*",
+        "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
+        f"--setup-hook=sync-in {apt_cache} /var/cache/apt/archives/",
+        f"--customize-hook=sync-out /var/cache/apt/archives {apt_cache}",
+        *[f"--customize-hook={h}" for h in hooks],
+        *(["--skip=download/empty"] if keep_debs else []),
+        release, str(target), *sources,
+    ]
+    Path(logf).parent.mkdir(parents=True, exist_ok=True)
+    with open(logf, "w") as lf:
+        try:
+            subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           check=True, timeout=timeout)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            raise Failure(f"mmdebstrap {release} failed ({e}); last lines of {logf}:\n{tail_text(logf, 25)}")
+
+
+def in_root(root, cmd, **kw):
+    """Run CMD inside ROOT with /proc and /dev (objtool and apt need them) and a clean
+    environment, in private mount and pid namespaces: nothing stays mounted or running."""
+    script = ('r=$1; shift; mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" && '
+              'exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 "$@"')
+    return subprocess.run(["unshare", "--mount", "--fork", "--pid", "--propagation", "private",
+                           "sh", "-c", script, "sh", str(root), *cmd], **kw)
+
+
+def kroot_dir(suite):
+    return cache() / "kroots" / suites.resolve(suite, quiet=True)
+
+
+def _add_missing(name, root, packages, logf):
+    """Install into a cached root what a newer version of this tool needs (sparse, say),
+    rather than building the root again."""
+    r = in_root(root, ["dpkg-query", "-W", "-f=${Package} ${Status}\n", *[p.split("/")[0] for p in packages]],
+                capture_output=True, text=True)
+    installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("ok installed")}
+    missing = [p for p in packages if p.split("/")[0] not in installed]
+    if not missing:
+        return
+    say(f"adding {' '.join(missing)} to the {name} root")
+    with open(logf, "a") as lf:
+        r = in_root(root, ["sh", "-c", "apt-get -o Acquire::Check-Valid-Until=false update -qq && "
+                           "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \"$@\" && apt-get clean",
+                           "sh", *missing], stdout=lf, stderr=subprocess.STDOUT)
+    if r.returncode:
+        raise Failure(f"could not add {' '.join(missing)} to {root} (log {logf}); remove the root and rerun")
+
+
+def kroot(suite):
+    """The kernel root of SUITE ($NTSYNC_CACHE/kroots/NAME): the cloud kernel and its headers
+    with the compiler they were built with; built when missing or stale."""
+    s = suites.get(suite, quiet=True)
+    name = s["name"]
+    root = kroot_dir(name)
+    packages = KROOT_PACKAGES + s["kernel_packages"]
+    logf = cache() / "kroots" / "logs" / f"{name}-root.log"
+    complete = root / ".complete"
+    why = stale(complete)
+    if why is None:
+        _add_missing(name, root, packages, logf)
+        return root
+    require_root("building a kernel root")
+    clean_stale()
+    tmp = root.with_name(f"{name}.tmp-{os.getpid()}")
+    say(f"building the {name} kernel root ({why}; mmdebstrap, a minute or more; log {logf})")
+    t = time.monotonic()
+    try:
+        mmdebstrap(s["release"], tmp, s["sources"], packages, logf)
+    except Failure:
+        safe_rm(tmp)
+        raise
+    safe_rm(root)
+    tmp.rename(root)
+    complete.write_text(",".join(packages) + "\n")
+    say(f"{name} kernel root ready in {time.monotonic() - t:.0f} s")
+    return root
+
+
+def kernel_release(root, pattern="*"):
+    """The newest kernel of a kernel root: (release, vmlinuz path)."""
+    def vkey(p):
+        return [int(x) if x.isdigit() else 0 for x in p.name[len("vmlinuz-"):].replace("-", ".").split(".")]
+    kernels = sorted(Path(root, "boot").glob(f"vmlinuz-{pattern}"), key=vkey)
+    if not kernels:
+        raise Failure(f"no kernel image vmlinuz-{pattern} in {root}/boot; remove {root} and rerun")
+    return kernels[-1].name[len("vmlinuz-"):], kernels[-1]
+
+
+def headers_dir(root):
+    """/usr/src/linux-headers-*-cloud-amd64 of a kernel root (the path inside it)."""
+    dirs = sorted(Path(root, "usr/src").glob("linux-headers-*-cloud-amd64"))
+    if not dirs:
+        raise Failure(f"no cloud headers in {root}/usr/src; remove {root} and rerun")
+    return "/" + str(dirs[-1].relative_to(root))
+
+
+def install_module_source(root, dest, src=REPO):
+    """Lay out the module's sources of tree SRC in ROOT/DEST as DKMS sees them, through THE
+    script that does it (module/install-source); returns the path inside the root. A tree
+    older than that script (boot --module-src) gets this tree's copy of it."""
+    target = Path(str(root) + dest)
+    safe_rm(target)
+    script = Path(src) / "module/install-source"
+    with tempfile.TemporaryDirectory(prefix="ntsync-src-") as tmp:
+        if not script.exists():
+            shutil.copytree(src, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+            script = Path(tmp) / "module/install-source"
+            shutil.copy2(REPO / "module/install-source", script)
+        r = subprocess.run(["bash", str(script), str(target)], capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"{script} {target} failed: {r.stderr.strip()}")
+    return dest
+
+
+def build_module(root, kdir, logf, src=REPO, dest="/tmp/ntsync", flags=("W=1",)):
+    """Build the module from SRC in ROOT against KDIR (a path inside the root). Returns
+    (ok, path of ntsync.ko on the host); the build's output is in LOGF."""
+    install_module_source(root, dest, src)
+    with open(logf, "w") as lf:
+        r = in_root(root, ["make", "-s", "--no-print-directory", "-C", f"{dest}/module", f"KDIR={kdir}", *flags],
+                    stdout=lf, stderr=subprocess.STDOUT)
+    ko = Path(str(root) + dest) / "module" / "ntsync.ko"
+    return r.returncode == 0 and ko.exists(), ko

@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+"""Host tests of vm/ntsync_vm (no guest, no root, no /dev/kvm): the suite table, QEMU
+command lines, the initramfs writer, console parsing and the boot jobs' verdicts against
+recorded console logs (test_data/), the kernel-log gates (tests/kernel-log-gates, the KCSAN
+exemption, taint), stage time-outs, the boot-crash retry rule and the guest lock. Runs in
+`meson test` (suite vm)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from contextlib import redirect_stdout, redirect_stderr
+from io import StringIO
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DATA = HERE / "test_data"
+sys.path.insert(0, str(REPO / "vm"))
+
+from ntsync_vm import boot, console, gates, initramfs, lifecycle, lock, qemu, suites  # noqa: E402
+from ntsync_vm.util import Failure, Usage  # noqa: E402
+
+
+def quiet(fn, *a, **kw):
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        r = fn(*a, **kw)
+    return r, out.getvalue(), err.getvalue()
+
+
+class Suites(unittest.TestCase):
+    def test_table(self):
+        self.assertEqual(list(suites.SUITES), ["bookworm", "trixie", "sid", "trixie-backports"])
+        self.assertEqual([s["series"] for s in suites.SUITES.values()], ["6.1", "6.12", "7.2", "7.3"])
+        # the 6.1-6.13 rule: from 6.14 on the kernel has mainline's driver
+        self.assertEqual([s["in_tree"] for s in suites.SUITES.values()], [False, False, True, True])
+        self.assertFalse(suites.has_in_tree_driver("6.13"))
+        self.assertTrue(suites.has_in_tree_driver("6.14"))
+        for s in suites.SUITES.values():
+            self.assertTrue(s["sources"][0].startswith("deb "))
+            self.assertTrue(any("linux-headers" in p for p in s["kernel_packages"]))
+
+    def test_alias_and_errors(self):
+        r, _, err = quiet(suites.resolve, "trixie-7x")
+        self.assertEqual(r, "trixie-backports")
+        self.assertIn("deprecated", err)
+        self.assertEqual(suites.resolve("unstable"), "sid")
+        with self.assertRaisesRegex(Usage, "unknown suite 'jessie': use one of bookworm"):
+            suites.resolve("jessie")
+        with self.assertRaisesRegex(Usage, "no cloud guest image"):
+            suites.resolve("sid", image_only=True)
+
+
+class Argv(unittest.TestCase):
+    def machine(self, **kw):
+        return qemu.Machine(console=Path("/tmp/c.log"), **kw)
+
+    def test_tcg_multi_and_kvm(self):
+        m = self.machine(smp=2, kernel="/k", initrd="/i", append="console=ttyS0")
+        tcg = qemu.argv(m, "tcg")
+        self.assertEqual(tcg[tcg.index("-accel") + 1], "tcg,thread=multi")
+        self.assertEqual(tcg[tcg.index("-cpu") + 1], "max")
+        self.assertEqual(tcg[tcg.index("-append") + 1], "console=ttyS0")
+        self.assertIn("-no-reboot", tcg)
+        self.assertEqual(tcg[tcg.index("-nic") + 1], "none")
+        self.assertIn("chardev:ser0", tcg)
+        self.assertIn("file,id=ser0,path=/tmp/c.log", tcg)
+        kvm = qemu.argv(m, "kvm")
+        self.assertEqual(kvm[kvm.index("-accel") + 1:kvm.index("-accel") + 4], ["kvm", "-cpu", "host"])
+
+    def test_icount_bench(self):
+        m = self.machine(smp=1, cpu="qemu64", icount=True, nice=10)
+        a = qemu.argv(m, "tcg")
+        self.assertEqual(a[:3], ["nice", "-n", "10"])
+        self.assertEqual(a[a.index("-accel") + 1], "tcg")
+        self.assertEqual(a.count("-cpu"), 1)
+        self.assertEqual(a[a.index("-cpu") + 1], "qemu64")
+        self.assertEqual(a[a.index("-icount") + 1], "shift=0,sleep=off")
+        self.assertNotIn("-icount", qemu.argv(m, "kvm"))
+
+    def test_drives_and_net(self):
+        m = self.machine(net=True, drives=[qemu.Drive("/d.qcow2", "qcow2", bootindex=1, opts="cache=unsafe"),
+                                           qemu.Drive("/in.tar", serial="ntsync-in", readonly=True)])
+        a = qemu.argv(m, "tcg")
+        self.assertIn("file=/d.qcow2,if=none,id=d0,format=qcow2,cache=unsafe", a)
+        self.assertIn("virtio-blk-pci,drive=d0,bootindex=1", a)
+        self.assertIn("file=/in.tar,if=none,id=d1,format=raw,readonly=on", a)
+        self.assertIn("virtio-blk-pci,drive=d1,serial=ntsync-in", a)
+        self.assertEqual(a[a.index("-nic") + 1], "user,model=virtio-net-pci")
+
+    def test_interactive(self):
+        a = qemu.argv(self.machine(interactive=True), "tcg")
+        self.assertIn("stdio,id=ser0,mux=on,signal=off,logfile=/tmp/c.log", a)
+        self.assertIn("-mon", a)
+
+
+class Initramfs(unittest.TestCase):
+    def test_build_and_read(self):
+        with tempfile.TemporaryDirectory() as t:
+            t = Path(t)
+            bb = t / "busybox"
+            bb.write_bytes(b"\x7fELF" + b"\0" * 100)
+            tool = t / "dir" / "ntsync-fuzz"
+            tool.parent.mkdir()
+            tool.write_bytes(b"fuzz")
+            tool.chmod(0o755)
+            initramfs.build(t / "i.gz", "#!/bin/sh\necho hi\n", {"amd64": t / "dir", "bench-args": "--quick "},
+                            busybox=bb)
+            got = initramfs.read(t / "i.gz")
+            self.assertEqual(got["init"], (0o100755, b"#!/bin/sh\necho hi\n"))
+            self.assertEqual(got["bin/sh"], (0o120777, b"busybox"))
+            self.assertEqual(got["amd64/ntsync-fuzz"], (0o100755, b"fuzz"))
+            self.assertEqual(got["bench-args"][1], b"--quick ")
+            self.assertEqual(got["amd64"][0], 0o040755)
+            names = list(got)
+            self.assertLess(names.index("bin"), names.index("bin/busybox"), "folders before their files")
+            with self.assertRaisesRegex(Failure, "missing"):
+                initramfs.build(t / "j.gz", "x", {"nope": t / "nope"}, busybox=bb)
+
+
+class Gates(unittest.TestCase):
+    def test_file_is_read(self):
+        g = gates.load()
+        self.assertGreaterEqual(len(g), 20)
+        whats = [w for _, w in g]
+        self.assertIn("kernel Oops", whats)
+
+    def test_judge(self):
+        lines = ["[ 1.0] RCU lockdep checking is enabled.", "[ 1.1] KernelAddressSanitizer initialized",
+                 "[ 2.0] WARNING: CPU: 1 PID: 3 at drivers/misc/ntsync.c:100", "[ 2.1] BUG: KASAN: use-after-free"]
+        p = gates.judge(lines)
+        self.assertTrue(any(x.startswith("kernel WARNING") for x in p), p)
+        self.assertTrue(any(x.startswith("KASAN report") for x in p), p)
+        self.assertEqual(gates.judge(lines[:2]), [])
+
+    def test_bad_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix="gates") as f:
+            f.write("# c\nno tab here\n")
+            f.flush()
+            with self.assertRaisesRegex(Failure, "not 'PATTERN<TAB>what"):
+                gates.load(f.name)
+
+    def test_kcsan(self):
+        lines = (DATA / "kcsan-reports.console").read_text().splitlines()
+        ours, via, own = gates.kcsan_reports(lines)
+        self.assertEqual(ours, ["BUG: KCSAN: data-race in ntsync_obj_ioctl [ntsync] / ntsync_wait_any [ntsync]"])
+        self.assertEqual(len(via), 1)
+        self.assertIn("hrtimer_wakeup", via[0])
+        self.assertEqual(len(own), 1)
+        # the KCSAN exemption: on a KCSAN kernel its reports are not the list's \bBUG:
+        self.assertEqual(gates.judge(lines, kcsan=True), [])
+        self.assertTrue(gates.judge(lines, kcsan=False))
+        rc, out, err = quiet(boot.judge_fuzz, "\n".join(lines), kcsan=True)
+        self.assertEqual(rc, 1)
+        self.assertIn("in ntsync's code: 1", err)
+        # the kernel's own reports alone pass
+        own_only = [x for x in lines if "ntsync" not in x or "guest-abuse" in x]
+        self.assertEqual(quiet(boot.judge_fuzz, "\n".join(own_only), kcsan=True)[0], 0)
+
+    def test_recorded_fuzz(self):
+        text = (DATA / "fuzz-trixie.console").read_text(errors="replace")
+        rc, out, err = quiet(boot.judge_fuzz, text)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("11 passed, 0 failed, 1 skipped", out)
+        bad = text.replace("== guest-abuse-exit 0", "[  99.0] Oops: general protection fault\n== guest-abuse-exit 0")
+        self.assertEqual(quiet(boot.judge_fuzz, bad)[0], 1)
+        self.assertEqual(quiet(boot.judge_fuzz, text.replace("guest-abuse-exit 0", "guest-abuse-exit 1"))[0], 1)
+
+    def test_taint(self):
+        self.assertIsNone(gates.taint_problem(4096 | 8192))
+        self.assertEqual(gates.taint_problem(4096 | 512), "kernel tainted: W (tainted=4608)")
+        self.assertIsNone(gates.taint_problem(512, start=512))
+
+
+class SmokeVerdict(unittest.TestCase):
+    def setUp(self):
+        self.text = (DATA / "smoke-trixie.console").read_text(errors="replace")
+        self.tmp = tempfile.TemporaryDirectory()
+        os.environ["NTSYNC_CACHE"] = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_recorded_pass(self):
+        marks = console.boot_marks(self.text)
+        self.assertEqual(console.mark(marks, "taint"), "12288")
+        rc, out, err = quiet(boot.judge_smoke, self.text, "trixie")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("smoke: 111 passed, 0 failed", out.splitlines())
+        self.assertIn("== rmmod ok", out.splitlines())
+
+    def test_each_gate_fails_it(self):
+        cases = {
+            "rmmod": self.text.replace("== rmmod ok", "rmmod: can't unload module"),
+            "taint": self.text.replace("== taint 12288", "== taint 12800"),
+            "report": self.text.replace("== end", "[    3.1] WARNING: CPU: 0 PID: 1 at ntsync.c:1\n== end"),
+            "smoke": self.text.replace("== smoke-exit 0", "== smoke-exit 1"),
+            "truncated": self.text.split("== smoke")[0],
+        }
+        for name, text in cases.items():
+            rc, out, err = quiet(boot.judge_smoke, text, "trixie")
+            self.assertEqual(rc, 1, f"{name}: {out}{err}")
+
+    def test_bench_compare_in_guest(self):
+        text = ("== json-begin intree\n{\"a\": 1}\n== json-end intree\n== json-begin ntsync\n{\"a\": 2}\n"
+                "== json-end ntsync\n== compare-begin\nwait-any  1.00  0.95\n== compare-exit 0\n"
+                "== rmmod ok\n== taint 12288\n== smoke-exit 0\n")
+        rc, out, _ = quiet(boot.judge_smoke, text, "trixie-backports", bench=True)
+        self.assertEqual(rc, 0)
+        self.assertIn("wait-any  1.00  0.95", out)
+        self.assertEqual((Path(self.tmp.name) / "logs/bench-trixie-backports-ntsync.json").read_text(),
+                         "{\"a\": 2}\n")
+        rc, _, _ = quiet(boot.judge_smoke, text.replace("compare-exit 0", "compare-exit 1"), "x", bench=True)
+        self.assertEqual(rc, 1)
+
+
+class UpstreamVerdict(unittest.TestCase):
+    def console(self, unpatched_fails=boot.NEW_CASES, patched_fail=0):
+        out = []
+        for v in ("unpatched", "patched"):
+            out += [f"== selftest-begin {v}", "ok 1 ntsync.semaphore"]
+            for i, c in enumerate(unpatched_fails if v == "unpatched" else ()):
+                out.append(f"not ok {i + 2} ntsync.{c}")
+            out += [f"== selftest-end {v}", f"== suite-group {v} test-sem", "[  PASSED  ] 12 test(s).",
+                    f"[  FAILED  ] {patched_fail if v == 'patched' else 0} test(s), listed below:",
+                    f"== suite-exit {v} test-sem 0", f"== rmmod {v} ok"]
+        return "\n".join(out + ["== taint 12288", "== end"])
+
+    def test_verdicts(self):
+        rc, out, _ = quiet(boot.judge_upstream, self.console())
+        self.assertEqual(rc, 0, out)
+        self.assertIn("patched: selftest 1 passed, 0 failed; suite (NTSYNC_STRICT=1) 12 passed, 0 failed", out)
+        self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=()))[0], 1)
+        self.assertEqual(quiet(boot.judge_upstream, self.console(patched_fail=1))[0], 1)
+        with self.assertRaisesRegex(Usage, "did not finish"):
+            quiet(boot.judge_upstream, "== selftest-begin unpatched\n")
+
+
+class Lifecycle(unittest.TestCase):
+    TESTS = [("dkms-lifecycle", {"needs-reboot"}), ("dkms-new-kernel", {"skippable"})]
+
+    def test_control_of_the_tree(self):
+        tests = lifecycle.parse_control(REPO / "debian/tests/control")
+        self.assertIn("dkms-lifecycle", [n for n, _ in tests])
+        self.assertTrue(all(r <= lifecycle.SUPPORTED for _, r in tests))
+        with tempfile.TemporaryDirectory() as t:
+            (Path(t) / "control").write_text("Tests: x\nRestrictions: needs-magic\n")
+            (Path(t) / "x").write_text("")
+            with self.assertRaisesRegex(Usage, "needs-magic"):
+                lifecycle.parse_control(Path(t) / "control")
+
+    def test_judge(self):
+        text = ("[    1.0] Linux version 6.12\r\n##apt## | dkms-lifecycle PASS built: dkms built ntsync\n"
+                "root@lc:~# ##apt## | dkms-lifecycle PASS loaded: postinst loaded ntsync\n"
+                "##apt## result dkms-lifecycle PASS exit 0\n##apt## | dkms-new-kernel skipped\n"
+                "##apt## result dkms-new-kernel SKIP exit 77\n##apt## taint 12288\n##apt## done\n")
+        out, p, f, s = lifecycle.judge(text, self.TESTS)
+        self.assertEqual((p, f, s), (3, 0, 1), out)
+        out, p, f, s = lifecycle.judge(text.replace("taint 12288", "taint 12800"), self.TESTS)
+        self.assertEqual(f, 1)
+        # a test that fails without a FAIL line of its own, and a run that stops early
+        out, p, f, s = lifecycle.judge(text.replace("result dkms-lifecycle PASS", "result dkms-lifecycle FAIL")
+                                       .replace("##apt## done\n", ""), self.TESTS)
+        self.assertEqual(f, 2, out)
+        out, p, f, s = lifecycle.judge(text + "[   99.0] BUG: unable to handle page fault\n", self.TESTS)
+        self.assertEqual(f, 1)
+        self.assertTrue(any("kernel BUG" in x for x in out))
+
+
+class Console(unittest.TestCase):
+    def test_stage_timeouts_scale(self):
+        os.environ["NTSYNC_TIMEOUT_SCALE"] = "2"
+        try:
+            self.assertEqual(console.timeout_for("boot"), 600)
+            self.assertEqual(console.timeout_for("job", 100), 200)
+        finally:
+            del os.environ["NTSYNC_TIMEOUT_SCALE"]
+
+    def test_boot_crash_rule(self):
+        crash = DATA / "boot-crash.console"
+        self.assertTrue(console.boot_crash(crash))
+        with tempfile.NamedTemporaryFile("w", suffix=".console") as f:
+            # the same crash with our module loaded is the driver's, not QEMU's: no retry
+            f.write(crash.read_text().replace("Modules linked in:", "Modules linked in: ntsync(OE)"))
+            f.flush()
+            self.assertFalse(console.boot_crash(f.name))
+        self.assertFalse(console.boot_crash(DATA / "smoke-trixie.console"))
+
+    def test_recorded_cloud_guest(self):
+        proc = subprocess.Popen(["true"])
+        proc.wait()
+        (times, stage, done), out, _ = quiet(console.watch_guest, proc, DATA / "test-trixie.console", {}, False, 60,
+                                             time.monotonic())
+        self.assertEqual((stage, done), ("poweroff", "rc=0"))
+        for s in ("install", "driver", "job", "unload", "collect", "boot_to_first_test"):
+            self.assertIn(s, times)
+        self.assertIn("running 12 test programs against ours (dkms)", out)
+
+    def test_watch_stages_and_markers(self):
+        with tempfile.TemporaryDirectory() as t:
+            c = Path(t) / "console.log"
+            c.write_text("[ 1.0] Linux\n##ntsync## stage start\n##ntsync## stage install\n##ntsync## stage job\n"
+                         "PASS sem: create\n##ntsync## done 0\n")
+            proc = subprocess.Popen(["true"])
+            proc.wait()
+            (times, stage, done), _, _ = quiet(console.watch_guest, proc, c, {}, False, 60, time.monotonic())
+            self.assertEqual((stage, done), ("poweroff", "0"))
+            self.assertIn("install", times)
+            self.assertIn("boot_to_first_test", times)
+
+
+class Lock(unittest.TestCase):
+    def test_one_guest_at_a_time(self):
+        with tempfile.TemporaryDirectory() as t:
+            os.environ["NTSYNC_CACHE"] = t
+            order = []
+
+            def second():
+                with lock.guest():
+                    order.append("second")
+            with lock.guest():
+                self.assertIn(f"pid {os.getpid()}", (Path(t) / "guest.lock").read_text())
+                th = threading.Thread(target=lambda: quiet(second))
+                th.start()
+                time.sleep(0.5)
+                order.append("first")
+            th.join(10)
+            self.assertEqual(order, ["first", "second"])
+            os.environ["NTSYNC_VM_PARALLEL"] = "1"
+            try:
+                with lock.guest() as g:
+                    self.assertIsNone(g.f)
+            finally:
+                del os.environ["NTSYNC_VM_PARALLEL"]
+
+
+class Cli(unittest.TestCase):
+    def run_cli(self, *args):
+        return subprocess.run([str(REPO / "vm/ntsync-vm"), *args], capture_output=True, text=True, timeout=60)
+
+    def test_usage_errors(self):
+        p = self.run_cli("boot", "jessie", "--job", "smoke")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown suite 'jessie'", p.stderr)
+        p = self.run_cli("boot", "trixie", "--job", "smoke", "--", "x")
+        self.assertEqual(p.returncode, 2)
+        p = self.run_cli("boot", "debug", "--job", "smoke")
+        self.assertIn("only --job fuzz boots the debug kernels", p.stderr)
+        p = self.run_cli("in-root", "trixie")
+        self.assertEqual(p.returncode, 2)
+        p = self.run_cli("test", "--suite", "sid")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no cloud guest image", p.stderr)
+        self.assertIn("kbuild", self.run_cli("--help").stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
