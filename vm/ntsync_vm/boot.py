@@ -327,7 +327,20 @@ def judge_fuzz(text, kcsan=False, prog="boot"):
 
 # ------------------------------------------------------------------ upstream
 
-NEW_CASES = ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event")
+
+
+def upstream_series():
+    """upstream/'s patches in order, without the cover letter."""
+    return sorted(p for p in (REPO / "upstream").glob("[0-9][0-9][0-9][0-9]-*.patch")
+                  if p.name != "0000-cover-letter.patch")
+
+
+def new_cases(series):
+    """The selftest cases the series adds (its `+TEST(name)` lines): each must fail unpatched."""
+    return tuple(m for p in series for m in re.findall(r"^\+TEST\((\w+)\)$", p.read_text(), re.M))
+
+
+NEW_CASES = new_cases(upstream_series())
 UPSTREAM_FILES = ("drivers/misc/ntsync.c", "tools/testing/selftests/drivers/ntsync/ntsync.c",
                   "tools/testing/selftests/kselftest_harness.h", "tools/testing/selftests/kselftest.h")
 
@@ -371,8 +384,7 @@ def mainline_source():
 
 
 def job_upstream(o, work):
-    series = sorted(p for p in (REPO / "upstream").glob("[0-9][0-9][0-9][0-9]-*.patch")
-                    if p.name != "0000-cover-letter.patch")
+    series = upstream_series()
     if not series:
         raise Usage("no patches in upstream/")
     if suites.resolve(o.kernel) != "trixie-backports":

@@ -230,11 +230,17 @@ class UpstreamVerdict(unittest.TestCase):
                     f"== suite-exit {v} test-sem 0", f"== rmmod {v} ok"]
         return "\n".join(out + ["== taint 12288", "== end"])
 
+    def test_new_cases_come_from_the_series(self):
+        # every driver fix in upstream/ brings a selftest case that must fail unpatched
+        self.assertEqual(boot.NEW_CASES, ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event",
+                                          "wait_all_objects_take_priority_over_alert"))
+
     def test_verdicts(self):
         rc, out, _ = quiet(boot.judge_upstream, self.console())
         self.assertEqual(rc, 0, out)
         self.assertIn("patched: selftest 1 passed, 0 failed; suite (NTSYNC_STRICT=1) 12 passed, 0 failed", out)
         self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=()))[0], 1)
+        self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=boot.NEW_CASES[:2]))[0], 1)
         self.assertEqual(quiet(boot.judge_upstream, self.console(patched_fail=1))[0], 1)
         with self.assertRaisesRegex(Usage, "did not finish"):
             quiet(boot.judge_upstream, "== selftest-begin unpatched\n")
