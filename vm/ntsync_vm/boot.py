@@ -327,8 +327,6 @@ def judge_fuzz(text, kcsan=False, prog="boot"):
 
 # ------------------------------------------------------------------ upstream
 
-
-
 def upstream_series():
     """upstream/'s patches in order, without the cover letter."""
     return sorted(p for p in (REPO / "upstream").glob("[0-9][0-9][0-9][0-9]-*.patch")
