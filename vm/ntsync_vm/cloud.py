@@ -74,7 +74,7 @@ def build_i386_suite():
 
 
 def decide_accel(image=None):
-    """The accelerator of this host's guests (vm/lib/accel.py: a real kernel is booted under
+    """The accelerator of this host's guests (accel.py: a real kernel is booted under
     KVM once per boot of the host; the image's own kernel first)."""
     try:
         return accel_mod.decide([image["kernel"]] if image else [], say=log)
