@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from . import console, gates, initramfs, lock, qemu, roots, static, suites
-from .util import MIRROR, REPO, Failure, Usage, cache, ensure_host_tools, require_root, say
+from .util import MIRROR, REPO, Failure, Usage, cache, ensure_host_tools, require_root, say, warn
 
 JOBS = ("smoke", "fuzz", "bench", "upstream")
 DEFAULT_KERNEL = {"smoke": "trixie", "fuzz": "debug", "bench": "trixie-backports", "upstream": "trixie-backports"}
@@ -155,14 +155,27 @@ class Kernel:
 
 
 def boot(machine, timeout, tcg_only=False, who=""):
-    """Run MACHINE under the guest lock; returns (console text, seconds)."""
-    with lock.guest():
-        say(f"booting {who}; console log {machine.console}")
-        t = time.monotonic()
-        rc = qemu.run(machine, timeout, tcg_only=tcg_only)
-        secs = time.monotonic() - t
-    say(f"guest ran {secs:.0f} s" + (f" and was stopped after its time-out ({timeout:.0f} s)" if rc == 124 else ""))
-    return Path(machine.console).read_text(errors="replace"), secs
+    """Run MACHINE under the guest lock; returns (console text, seconds). A kernel that
+    crashes while booting, before /init printed its first mark and with no ntsync module
+    loaded (console.boot_crash: QEMU's TCG text-patching fault), is booted once more, as the
+    cloud guests are; the crashed console is kept beside the new one (.crash)."""
+    for attempt in (1, 2):
+        with lock.guest():
+            say(f"booting {who}; console log {machine.console}")
+            t = time.monotonic()
+            rc = qemu.run(machine, timeout, tcg_only=tcg_only)
+            secs = time.monotonic() - t
+        stopped = f" and was stopped after its time-out ({timeout:.0f} s)" if rc == 124 else ""
+        say(f"guest ran {secs:.0f} s{stopped}")
+        text = Path(machine.console).read_text(errors="replace")
+        if attempt == 1 and console.boot_crash(machine.console) and not console.boot_marks(text):
+            crash = Path(str(machine.console) + ".crash")
+            shutil.copy2(machine.console, crash)
+            warn(f"the guest's kernel crashed while booting, before the job began and with no ntsync "
+                 f"module loaded (QEMU's TCG text-patching fault, see boot_crash() in "
+                 f"vm/ntsync_vm/console.py; console kept as {crash}): booting it once more")
+            continue
+        return text, secs
 
 
 def log_path(name):

@@ -296,6 +296,39 @@ class Console(unittest.TestCase):
             self.assertFalse(console.boot_crash(f.name))
         self.assertFalse(console.boot_crash(DATA / "smoke-trixie.console"))
 
+    def test_boot_job_boots_again_after_a_boot_crash(self):
+        runs = []
+
+        def fake_run(machine, timeout, tcg_only=False):
+            runs.append(machine.console)
+            src = "boot-crash.console" if len(runs) == 1 else "smoke-trixie.console"
+            Path(machine.console).write_text((DATA / src).read_text())
+            return 0
+        with tempfile.TemporaryDirectory() as t:
+            os.environ["NTSYNC_CACHE"] = t
+            saved = qemu.run
+            qemu.run = fake_run
+            try:
+                m = type("M", (), {"console": Path(t) / "c.log"})()
+                (text, _), _, err = quiet(boot.boot, m, 60)
+                self.assertEqual(len(runs), 2)
+                self.assertIn("booting it once more", err)
+                self.assertIn("smoke: 111 passed, 0 failed", text)
+                self.assertTrue((Path(t) / "c.log.crash").exists())
+                # a crash after the job began (or a second crash) is judged, not retried
+                runs.clear()
+
+                def crash_after_insmod(machine, timeout, tcg_only=False):
+                    runs.append(machine.console)
+                    Path(machine.console).write_text("== insmod\n" + (DATA / "boot-crash.console").read_text())
+                    return 0
+                qemu.run = crash_after_insmod
+                quiet(boot.boot, m, 60)
+                self.assertEqual(len(runs), 1)
+            finally:
+                qemu.run = saved
+                del os.environ["NTSYNC_CACHE"]
+
     def test_recorded_cloud_guest(self):
         proc = subprocess.Popen(["true"])
         proc.wait()
