@@ -82,8 +82,10 @@ def decide_accel(image=None):
         die(str(e))
 
 
-def gate_kernel_log(results, console):
-    """The honest gates: kernel log reports after the job started, taint, modprobe -r."""
+def gate_kernel_log(results, console, secure_boot=None):
+    """The honest gates: kernel log reports after the job started, taint, modprobe -r.
+    Under Secure Boot a module must be signed by a trusted key: the unsigned-module taint (E)
+    fails the run there."""
     problems = []
     dm = results / "dmesg.txt"
     if dm.exists():
@@ -103,10 +105,10 @@ def gate_kernel_log(results, console):
     try:
         t0 = int((results / "taint.start").read_text())
         t1 = int((results / "taint.end").read_text())
-        bad = gates.taint_problem(t1, t0)
+        bad = gates.taint_problem(t1, t0, allowed=gates.TAINT_ALLOWED_SECURE_BOOT if secure_boot else None)
         if bad:
             problems.append(bad.replace("kernel tainted", "kernel tainted during the job"))
-        if t0 & ~gates.TAINT_ALLOWED:
+        if t0 & ~(gates.TAINT_ALLOWED_SECURE_BOOT if secure_boot else gates.TAINT_ALLOWED):
             notes.append(f"kernel already tainted at job start: {t0}")
     except (OSError, ValueError):
         problems.append("no taint state came back from the guest")
@@ -116,6 +118,42 @@ def gate_kernel_log(results, console):
             problems.append(f"modprobe -r ntsync failed at the end (rc {urc})")
     except (OSError, ValueError):
         problems.append("the end-of-job modprobe -r ntsync did not report")
+    if secure_boot:
+        p, n = judge_secure_boot(results, secure_boot)
+        problems += p
+        notes += n
+    return problems, notes
+
+
+def read_facts(path):
+    """KEY=VALUE lines the guest wrote (vm/guest/guest.sh secure_boot_facts)."""
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def judge_secure_boot(results, mode):
+    """A Secure Boot run counts only if the guest really booted like a Secure Boot PC:
+    the firmware's SecureBoot on (mokutil --sb-state), the kernel locked down, and DKMS's key
+    enrolled or not as MODE (enrolled | not-enrolled) says."""
+    facts = read_facts(results / "secure-boot.txt")
+    if facts is None:
+        return ["the guest reported no Secure Boot state (secure-boot.txt missing)"], []
+    problems = []
+    if facts.get("sb_state") != "SecureBoot enabled":
+        problems.append(f"Secure Boot is not on in the guest (mokutil --sb-state: {facts.get('sb_state')!r})")
+    lockdown = facts.get("lockdown", "")
+    if not re.search(r"\[(integrity|confidentiality)\]", lockdown):
+        problems.append(f"the kernel is not locked down (/sys/kernel/security/lockdown: {lockdown!r})")
+    enrolled = facts.get("dkms_key", "")
+    want = "is already enrolled" if mode == "enrolled" else "is not enrolled"
+    if want not in enrolled:
+        problems.append(f"DKMS's key: mokutil --test-key said {enrolled!r}, expected '... {want}' ({mode})")
+    notes = [f"Secure Boot: {facts.get('sb_state')}; lockdown {lockdown}; DKMS key: {enrolled}"]
+    if facts.get("signer"):
+        notes.append(f"module signed by: {facts['signer']}")
     return problems, notes
 
 
@@ -175,7 +213,8 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     if job == "exec":
         share = Path(opts.share).resolve() if opts.share else None
     env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
-           "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else ""}
+           "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else "",
+           "SECURE_BOOT": getattr(opts, "secure_boot", None) or ""}
     seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
     extra = {}
     if job == "test" and getattr(opts, "i386_dir", None):
@@ -188,7 +227,16 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
                            smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
                            icount=job == "bench" and accel == "tcg" and not opts.no_icount)
-    if user_image:
+    sb = getattr(opts, "secure_boot", None)
+    if sb:
+        # A UEFI PC with Secure Boot: the image's own shim, GRUB and kernel boot from its
+        # disk; the variable store is the run's copy (with DKMS's key in MokList or not).
+        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image["disk"]), "-F", "qcow2", str(overlay)])
+        fw_vars = run_dir / "efi-vars.fd"
+        shutil.copy2(image["vars_mok" if sb == "enrolled" else "vars"], fw_vars)
+        machine.firmware = qemu.Firmware(str(image["code"]), str(fw_vars))
+        kernel_desc = f"{image['info']['kernel_release']}, Secure Boot, DKMS key {sb}"
+    elif user_image:
         base = Path(user_image).resolve()
         fmt = "qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"
         run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(overlay), "16G"])
@@ -248,7 +296,7 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     res["job_rc"] = int((results / "job.rc").read_text()) if (results / "job.rc").exists() else None
     if (results / "failure").exists():
         res["failure"] = (results / "failure").read_text().strip()
-    problems, notes = gate_kernel_log(results, console)
+    problems, notes = gate_kernel_log(results, console, getattr(opts, "secure_boot", None))
     res["problems"], res["notes"] = problems, notes
     joblog = results / "job.log"
     res["summary"] = None
@@ -313,7 +361,8 @@ def prepare(opts, suite):
     image, image_seconds = None, None
     if not opts.image:
         t = time.monotonic()
-        paths, info = find_image(suite, opts.kernel_debs, rebuild=opts.rebuild)
+        paths, info = find_image(suite, opts.kernel_debs, rebuild=opts.rebuild,
+                                 secure_boot=bool(getattr(opts, "secure_boot", None)))
         if time.monotonic() - t > 30:
             image_seconds = time.monotonic() - t
         image = dict(paths, info=info)
@@ -365,6 +414,45 @@ def job_single(opts):
         if res["job_rc"] not in (0, None) and not res["problems"]:
             code = res["job_rc"] if 0 < res["job_rc"] < 256 else 1
     return code
+
+
+def job_secure_boot(opts):
+    """Both Secure Boot cases on one suite, in guests that boot like a Secure Boot PC (OVMF with
+    Microsoft's keys, Debian's signed shim, GRUB and kernel):
+      a. DKMS's key not enrolled: apt installs the packages, the kernel refuses the module,
+         the postinst and ntsync-info say why and how to enroll it, nothing else breaks
+         (the guest job vm/guest/jobs/sb-refused.sh);
+      b. the key enrolled in MokList before boot: the module loads, signed, and the suite passes."""
+    rows = []
+    o = argparse.Namespace(**vars(opts))
+    o.job, o.secure_boot = "test", "enrolled"
+    image, debs, image_seconds = prepare(o, opts.suite)
+    for case, mode, job in (("a", "not-enrolled", "sb-refused"), ("b", "enrolled", "test")):
+        o.secure_boot = mode
+        log(f"secure boot case {case}: DKMS's key {mode}, job {job}")
+        t = time.monotonic()
+        try:
+            res = run_guest(job, opts.suite, o, debs, image=image, echo_job=True)
+            code = report(res, image_seconds if case == "a" else None)
+            s = res["summary"]
+            if s is None or s[1]:
+                code = 1
+            rows.append((case, mode, res["kernel"], s, "clean" if not res["problems"] else "; ".join(res["problems"]),
+                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL"))
+        except Failure as e:
+            rows.append((case, mode, suites.SUITES[opts.suite]["kernel"], None, str(e).splitlines()[0],
+                         fmt_secs(time.monotonic() - t), "FAIL"))
+    print()
+    hdr = ("case", "DKMS key", "kernel", "passed", "failed", "skipped", "gates", "time", "result")
+    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[4][:70], r[5], r[6])
+                     for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
+    for row in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    tot = [sum(r[3][i] for r in rows if r[3]) for i in range(3)]
+    failed_rows = sum(1 for r in rows if r[6] != "PASS")
+    print(f"\n{tot[0]} passed, {tot[1] + (failed_rows if not tot[1] else 0)} failed, {tot[2]} skipped", flush=True)
+    return 0 if failed_rows == 0 else 1
 
 
 def job_matrix(opts):
@@ -430,6 +518,8 @@ def main(argv, epilog_more=""):
   exec      run a command in a guest:  ntsync-vm exec [--share DIR] -- CMD ARGS...
   shell     interactive root shell on the guest's serial console
   matrix    test on every suite (and trixie-backports with both drivers), one table
+  secure-boot  both Secure Boot cases of --suite in a UEFI Secure Boot guest (OVMF, signed shim):
+            DKMS's key not enrolled (module refused, the fix explained), then enrolled (the suite)
   image     just build (or refresh) the image of --suite
   accel     print the accelerator guests use on this host (kvm or tcg); --why says why
 """ + epilog_more + """
@@ -438,7 +528,7 @@ exit codes: 0 passed, 1 failed (tests, a job command, or a kernel-log/taint/unlo
 2 bad usage, 3 infrastructure (image build, boot, a stage that stalled).
 environment: NTSYNC_CACHE (default /var/cache/ntsync), NTSYNC_ACCEL=tcg|kvm, NTSYNC_TIMEOUT_SCALE,
 NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).""")
-    ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image"])
+    ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image", "secure-boot"])
     ap.add_argument("--suite", default=None,
                     help="bookworm (6.1), trixie (6.12, default), trixie-backports (7.3; default for bench; "
                     "trixie-7x is its old name)")
@@ -462,6 +552,9 @@ NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
+    ap.add_argument("--secure-boot", choices=["enrolled", "not-enrolled"], default=None,
+                    help="boot the suite's Secure Boot image through UEFI firmware with Secure Boot on, "
+                    "DKMS's signing key enrolled in MokList or not (demo, test, exec, shell, image)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show the job's console output")
     opts = ap.parse_args(argv)
     opts.cmd = cmd_args
@@ -480,12 +573,26 @@ NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).
             "(debian-13-genericcloud-amd64.qcow2 from Debian's cloud image site)")
     if opts.kernel_debs and not Path(opts.kernel_debs).is_dir():
         die(f"--kernel-debs {opts.kernel_debs}: not a folder")
+    if opts.secure_boot or opts.job == "secure-boot":
+        if opts.image:
+            die("--image with Secure Boot: only the suite's own Secure Boot image is set up for it "
+                "(signed shim and GRUB on an EFI system partition); drop --image")
+        if opts.job in ("bench", "matrix"):
+            die(f"--secure-boot: the {opts.job} job has no Secure Boot mode; use test, demo, exec, shell "
+                "or the secure-boot job")
+        if opts.secure_boot == "not-enrolled" and opts.job in ("test", "demo"):
+            die(f"--secure-boot not-enrolled: the kernel refuses the module then, so {opts.job} cannot run; "
+                "'ntsync-vm secure-boot' checks that case, or use exec/shell to look around")
+        if opts.driver != "ours" or opts.no_debs:
+            die("--secure-boot: only with our packages (DKMS signs the module): drop --driver/--no-debs")
     try:
         if opts.job == "image":
-            find_image(opts.suite, opts.kernel_debs, rebuild=opts.rebuild)
+            find_image(opts.suite, opts.kernel_debs, rebuild=opts.rebuild, secure_boot=bool(opts.secure_boot))
             return 0
         if opts.job == "matrix":
             return job_matrix(opts)
+        if opts.job == "secure-boot":
+            return job_secure_boot(opts)
         return job_single(opts)
     except KeyboardInterrupt:
         print("ntsync-vm: interrupted", file=sys.stderr)

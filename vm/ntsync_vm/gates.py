@@ -9,6 +9,7 @@ from .util import REPO, Failure
 GATES_FILE = REPO / "tests" / "kernel-log-gates"
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
 TAINT_ALLOWED = (1 << 12) | (1 << 13)  # O: out-of-tree module, E: unsigned module
+TAINT_ALLOWED_SECURE_BOOT = 1 << 12     # under Secure Boot every module loaded was signed
 KCSAN_REPORT = re.compile(r"BUG: KCSAN: ")
 TIMESTAMP = re.compile(r"^\[ *[0-9.]+\] ?")
 
@@ -81,10 +82,10 @@ def kcsan_reports(lines):
     return ours, via, own
 
 
-def taint_problem(taint, start=0):
-    """A problem line when TAINT (the value at the end) has flags beyond O/E that were not
-    set at START, else None."""
-    new = taint & ~start & ~TAINT_ALLOWED
+def taint_problem(taint, start=0, allowed=None):
+    """A problem line when TAINT (the value at the end) has flags beyond ALLOWED (O and E
+    unless said) that were not set at START, else None."""
+    new = taint & ~start & ~(TAINT_ALLOWED if allowed is None else allowed)
     if not new:
         return None
     flags = "".join(TAINT_LETTERS[b] for b in range(len(TAINT_LETTERS)) if new >> b & 1)

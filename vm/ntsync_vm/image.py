@@ -1,5 +1,8 @@
 """Cloud guest disk images: a Debian root (roots.mmdebstrap), customised, on an MBR disk
-with its own GRUB, as Debian's genericcloud images are; cached per suite and recipe."""
+with its own GRUB, as Debian's genericcloud images are; cached per suite and recipe.
+A Secure Boot image (secure_boot=True) is a UEFI PC's disk instead: GPT, an EFI system
+partition with Debian's signed shim, MokManager and GRUB, and the firmware to boot it
+(firmware.py) beside it."""
 
 import hashlib
 import inspect
@@ -9,9 +12,11 @@ import re
 import shutil
 import subprocess
 import time
+import uuid
+import zlib
 from pathlib import Path
 
-from . import lock, roots, suites
+from . import firmware, lock, roots, suites
 from .util import VM_DIR, Failure, cache, die, ensure_host_tools, fmt_secs, log, require_root, run
 
 IMAGE_RECIPE = "6"  # 6: no file of the image is named *ntsync* (a neutral autopkgtest testbed)
@@ -27,9 +32,13 @@ BASE_PACKAGES = [
     # The image's own bootloader (BIOS GRUB in the MBR gap), as on Debian's genericcloud.
     "grub-pc-bin",
 ]
+# More packages of a Secure Boot image: Debian's Microsoft-signed shim (and MokManager, from
+# shim-helpers-amd64-signed), GRUB signed by Debian, and mokutil, as on an installed UEFI PC.
+# The cloud kernel of every suite is the signed one already.
+SB_PACKAGES = ["shim-signed", "shim-helpers-amd64-signed", "grub-efi-amd64-signed", "mokutil"]
 
 
-def image_key(suite, extra_debs):
+def image_key(suite, extra_debs, secure_boot=False):
     spec = suites.SUITES[suite]
     h = hashlib.sha256()
     h.update(IMAGE_RECIPE.encode())
@@ -37,42 +46,58 @@ def image_key(suite, extra_debs):
         h.update(("\n".join(part) + "\n--\n").encode())
     h.update(json.dumps([GUEST_FILES, MASKED_UNITS], sort_keys=True).encode())
     h.update(inspect.getsource(customize_root).encode())
+    if secure_boot:
+        h.update(("\n".join(SB_PACKAGES + [firmware.CODE, firmware.VARS]) + "\n").encode())
+        for f in (make_efi_disk, write_gpt, efi_grub_cfg):
+            h.update(inspect.getsource(f).encode())
     for deb in extra_debs:
         h.update(deb.name.encode())
         h.update(str(deb.stat().st_size).encode())
     return h.hexdigest()[:12]
 
 
-def image_paths(suite, key):
-    d = cache() / "images" / f"{suite}-{key}"
-    return {"dir": d, "disk": d / "disk.qcow2", "kernel": d / "vmlinuz", "initrd": d / "initrd.img",
-            "info": d / "image.json"}
+def image_name(suite, secure_boot=False):
+    return f"{suite}-sb" if secure_boot else suite
+
+
+def image_paths(suite, key, secure_boot=False):
+    d = cache() / "images" / f"{image_name(suite, secure_boot)}-{key}"
+    paths = {"dir": d, "disk": d / "disk.qcow2", "kernel": d / "vmlinuz", "initrd": d / "initrd.img",
+             "info": d / "image.json"}
+    if secure_boot:
+        paths.update(code=d / "efi-code.fd", vars=d / "efi-vars.fd", vars_mok=d / "efi-vars-mok.fd",
+                     mok=d / "dkms-mok.pub")
+    return paths
 
 
 def image_is_fresh(paths):
-    if not all(paths[k].exists() for k in ("disk", "kernel", "initrd")):
+    if not all(paths[k].exists() for k in ("disk", "kernel", "initrd", "code", "vars", "vars_mok") if k in paths):
         return False, "not built yet"
     why = roots.stale(paths["info"])
     return why is None, why or ""
 
 
-def find_image(suite, kernel_debs_dir=None, rebuild=False):
+def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False):
     extra = sorted(Path(kernel_debs_dir).glob("*.deb")) if kernel_debs_dir else []
     if kernel_debs_dir and not extra:
         die(f"--kernel-debs {kernel_debs_dir}: no .deb files there; point it at a folder of "
             "linux-image-*.deb (and linux-headers-*.deb) files")
-    key = image_key(suite, extra)
-    paths = image_paths(suite, key)
+    if kernel_debs_dir and secure_boot:
+        die("--kernel-debs with --secure-boot: our own kernel builds are not signed by Debian, "
+            "shim would refuse them; use the suite's signed kernel")
+    key = image_key(suite, extra, secure_boot)
+    paths = image_paths(suite, key, secure_boot)
+    name = image_name(suite, secure_boot)
     fresh, why = image_is_fresh(paths)
     if not (fresh and not rebuild):
-        # One build per suite at a time; whoever waited uses the image just built.
-        with lock.Locked(cache() / "images" / f".{suite}.lock", f"another ntsync-vm building the {suite} image"):
+        # One build per image at a time; whoever waited uses the image just built.
+        with lock.Locked(cache() / "images" / f".{name}.lock", f"another ntsync-vm building the {name} image"):
             fresh2, why = image_is_fresh(paths)
             if not (fresh2 and (not rebuild or not fresh)):
-                log(f"image {suite}: {'rebuild requested' if rebuild else why}; building")
-                return paths, build_image(suite, paths, extra)
+                log(f"image {name}: {'rebuild requested' if rebuild else why}; building")
+                return paths, build_image(suite, paths, extra, secure_boot)
     info = json.loads(paths["info"].read_text())
-    log(f"image {suite}: cached {paths['disk']} (kernel {info.get('kernel_release')})")
+    log(f"image {name}: cached {paths['disk']} (kernel {info.get('kernel_release')})")
     return paths, info
 
 
@@ -211,9 +236,100 @@ def make_disk(root, raw, krel):
         f.write(core)
 
 
-def build_image(suite, paths, extra_debs):
+ESP_GUID = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b"    # EFI system partition
+LINUX_GUID = "0fc63daf-8483-4772-8e79-3d69d8477de4"  # Linux filesystem data
+ESP_MIB = 64
+
+
+def write_gpt(raw, parts):
+    """A GUID partition table on disk file RAW (whose size is fixed): a protective MBR, the
+    primary header and entry array at LBA 1-33, the backup ones in the last 33 sectors.
+    PARTS: [(type GUID, name, first LBA, last LBA inclusive)], as UEFI 2.x, chapter 5."""
+    sectors = Path(raw).stat().st_size // 512
+    last = sectors - 1
+    entries = bytearray(128 * 128)
+    for i, (ptype, name, first, end) in enumerate(parts):
+        if not 34 <= first <= end <= last - 33:
+            raise Failure(f"GPT: partition {name} at {first}-{end} does not fit a disk of {sectors} sectors")
+        e = (uuid.UUID(ptype).bytes_le + uuid.uuid4().bytes_le + first.to_bytes(8, "little")
+             + end.to_bytes(8, "little") + bytes(8) + name.encode("utf-16-le").ljust(72, b"\0"))
+        entries[i * 128:(i + 1) * 128] = e
+    entries_crc = zlib.crc32(entries)
+    disk_guid = uuid.uuid4().bytes_le
+
+    def header(mine, other, entries_lba):
+        h = bytearray(b"EFI PART" + (0x00010000).to_bytes(4, "little") + (92).to_bytes(4, "little")
+                      + bytes(8) + mine.to_bytes(8, "little") + other.to_bytes(8, "little")
+                      + (34).to_bytes(8, "little") + (last - 33).to_bytes(8, "little") + disk_guid
+                      + entries_lba.to_bytes(8, "little") + (128).to_bytes(4, "little")
+                      + (128).to_bytes(4, "little") + entries_crc.to_bytes(4, "little"))
+        h[16:20] = zlib.crc32(h).to_bytes(4, "little")
+        return bytes(h).ljust(512, b"\0")
+
+    pmbr = (bytes(446) + bytes([0, 0, 2, 0, 0xee, 0xff, 0xff, 0xff]) + (1).to_bytes(4, "little")
+            + min(sectors - 1, 0xffffffff).to_bytes(4, "little") + bytes(48) + b"\x55\xaa")
+    with open(raw, "r+b") as f:
+        f.write(pmbr + header(1, last, 2) + entries)
+        f.seek((last - 32) * 512)
+        f.write(entries + header(last, 1, last - 32))
+
+
+def efi_grub_cfg(krel):
+    """The grub.cfg Debian's signed GRUB reads from the ESP (its prefix is /EFI/debian; with
+    shim started from the removable path, /EFI/BOOT is where it finds itself)."""
+    cmdline = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
+    return ("# ntsync-vm Secure Boot image: the newest kernel at once, console on the serial port\n"
+            "serial --unit=0 --speed=115200\nterminal_input serial console\nterminal_output serial console\n"
+            "set timeout=0\n"
+            "search --no-floppy --label ntsync-root --set root\n"
+            f"menuentry 'Debian GNU/Linux, {krel} (Secure Boot)' {{\n"
+            f"  linux /boot/vmlinuz-{krel} {cmdline}\n"
+            f"  initrd /boot/initrd.img-{krel}\n"
+            "}\n")
+
+
+def make_efi_disk(root, raw, krel, work):
+    """A UEFI PC's disk without loop devices: GPT; an EFI system partition (FAT, 64 MiB)
+    holding Debian's signed shim as the removable-media boot file /EFI/BOOT/BOOTX64.EFI, with
+    MokManager and Debian's signed GRUB beside it; the root file system (ext4, label
+    ntsync-root) after it. Firmware -> shim (Microsoft's signature) -> GRUB and the kernel
+    (Debian's, checked by shim) -> modules (the kernel's keys and MokList)."""
+    files = {"BOOTX64.EFI": "usr/lib/shim/shimx64.efi.signed", "mmx64.efi": "usr/lib/shim/mmx64.efi.signed",
+             "grubx64.efi": "usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"}
+    for name, rel in files.items():
+        if not (root / rel).is_file():
+            raise Failure(f"image build: no {rel} in the root (packages {', '.join(SB_PACKAGES)})")
+    esp_first = PART_START
+    esp_last = esp_first + ESP_MIB * 2048 - 1
+    root_first = esp_last + 1
+    sectors = DISK_BYTES // 512
+    root_last = sectors - 2048 - 1  # 1 MiB before the end: room for the backup GPT
+    esp = work / "esp.img"
+    esp.unlink(missing_ok=True)
+    run(["mkfs.vfat", "-F", "32", "-n", "EFI", "-C", str(esp), str(ESP_MIB * 1024)], stdout=subprocess.DEVNULL)
+    cfg = work / "grub.cfg"
+    cfg.write_text(efi_grub_cfg(krel))
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    run(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT", "::/EFI/debian"], env=env)
+    for name, rel in files.items():
+        run(["mcopy", "-i", str(esp), str(root / rel), f"::/EFI/BOOT/{name}"], env=env)
+    for d in ("BOOT", "debian"):
+        run(["mcopy", "-i", str(esp), str(cfg), f"::/EFI/{d}/grub.cfg"], env=env)
+    with open(raw, "wb") as f:
+        f.truncate(DISK_BYTES)
+    run(["mkfs.ext4", "-q", "-F", "-L", "ntsync-root", "-E", f"root_owner=0:0,offset={root_first * 512}",
+         "-d", str(root), str(raw), str((root_last - root_first + 1) * 512 // 4096)])
+    with open(raw, "r+b") as f, open(esp, "rb") as e:
+        f.seek(esp_first * 512)
+        shutil.copyfileobj(e, f)
+    esp.unlink()
+    write_gpt(raw, [(ESP_GUID, "EFI system partition", esp_first, esp_last),
+                    (LINUX_GUID, "ntsync-root", root_first, root_last)])
+
+
+def build_image(suite, paths, extra_debs, secure_boot=False):
     require_root("building an image")
-    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"])
+    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if secure_boot else []))
     spec = suites.SUITES[suite]
     t = time.monotonic()
     work = cache() / "images" / f".build-{suite}-{os.getpid()}"
@@ -225,23 +341,33 @@ def build_image(suite, paths, extra_debs):
     extra_dir.mkdir()
     for d in extra_debs:
         shutil.copy2(d, extra_dir / d.name)
-    pkgs = BASE_PACKAGES + spec["kernel_packages"]
-    log(f"image {suite}: mmdebstrap {spec['release']} ({len(pkgs)} packages; log {logf})")
+    pkgs = BASE_PACKAGES + spec["kernel_packages"] + (SB_PACKAGES if secure_boot else [])
+    name = image_name(suite, secure_boot)
+    log(f"image {name}: mmdebstrap {spec['release']} ({len(pkgs)} packages; log {logf})")
     # The rest runs in this tool again, while mmdebstrap has /proc, /sys and /dev mounted.
     hook = (f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir}")
     try:
         roots.mmdebstrap(spec["release"], root, spec["sources"], pkgs, logf, variant="minbase",
                          hooks=[hook], keep_debs=True)
     except Failure as e:
-        raise Failure(f"image {suite}: {e}")
-    log(f"image {suite}: root ready in {fmt_secs(time.monotonic() - t)}")
+        raise Failure(f"image {name}: {e}")
+    log(f"image {name}: root ready in {fmt_secs(time.monotonic() - t)}")
     krel = newest_kernel(root)
     work_kernel, work_initrd = work / "vmlinuz", work / "initrd.img"
     shutil.copy2(root / "boot" / f"vmlinuz-{krel}", work_kernel)
     shutil.copy2(root / "boot" / f"initrd.img-{krel}", work_initrd)
     raw = work / "disk.raw"
-    log(f"image {suite}: MBR disk with GRUB, mkfs.ext4 -d (kernel {krel})")
-    make_disk(root, raw, krel)
+    fw = {}
+    if secure_boot:
+        log(f"image {name}: GPT disk, EFI system partition with signed shim and GRUB, mkfs.ext4 -d "
+            f"(kernel {krel})")
+        make_efi_disk(root, raw, krel, work)
+        # DKMS's signing key, made at image build (customize_root): the key case b enrolls.
+        shutil.copy2(root / "var/lib/dkms/mok.pub", work / "dkms-mok.pub")
+        fw = firmware.install(work, (work / "dkms-mok.pub").read_bytes())
+    else:
+        log(f"image {name}: MBR disk with GRUB, mkfs.ext4 -d (kernel {krel})")
+        make_disk(root, raw, krel)
     qcow = work / "disk.qcow2"
     run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow)])
     raw.unlink()
@@ -249,6 +375,8 @@ def build_image(suite, paths, extra_debs):
     info = {"suite": suite, "kernel_release": krel, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - t, 1), "packages": pkgs,
             "kernel_debs": [d.name for d in extra_debs]}
+    if secure_boot:
+        info.update(secure_boot=True, ovmf=fw["version"], firmware=[firmware.CODE, firmware.VARS])
     (work / "image.json").write_text(json.dumps(info, indent=1) + "\n")
     if paths["dir"].exists():
         shutil.rmtree(paths["dir"])
@@ -256,14 +384,14 @@ def build_image(suite, paths, extra_debs):
     work.rename(paths["dir"])
     # Older images of the same suite with the same extra kernel are stale now; an image
     # with other --kernel-debs (or none) stays, or the two would rebuild each other.
-    for old in (cache() / "images").glob(f"{suite}-*"):
-        if old != paths["dir"] and old.is_dir() and re.fullmatch(rf"{re.escape(suite)}-[0-9a-f]{{12}}", old.name):
+    for old in (cache() / "images").glob(f"{name}-*"):
+        if old != paths["dir"] and old.is_dir() and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{12}}", old.name):
             try:
                 same = json.loads((old / "image.json").read_text()).get("kernel_debs", []) == info["kernel_debs"]
             except (OSError, ValueError):
                 same = True
             if same:
                 shutil.rmtree(old, ignore_errors=True)
-    log(f"image {suite}: built {paths['disk']} in {fmt_secs(time.monotonic() - t)} "
+    log(f"image {name}: built {paths['disk']} in {fmt_secs(time.monotonic() - t)} "
         f"({paths['disk'].stat().st_size // 2**20} MiB)")
     return info

@@ -32,6 +32,16 @@ class Drive:
 
 
 @dataclass
+class Firmware:
+    """UEFI firmware in two flash chips: CODE read-only, VARS (the variable store) writable;
+    a copy per run, as the guest writes it. SECURE: a Secure Boot build, which runs its
+    variable services in SMM and needs the flash protected from the OS (q35, smm=on)."""
+    code: str
+    vars: str
+    secure: bool = True
+
+
+@dataclass
 class Machine:
     console: Path                      # the serial console's file (or its log when interactive)
     name: str = "ntsync"
@@ -50,6 +60,7 @@ class Machine:
     interactive: bool = False          # the console on stdio too (ntsync-vm shell)
     extra: list = field(default_factory=list)  # raw arguments (ntsync-vm qemu -- ARGS)
     nice: int = 0                      # run QEMU under nice -n NICE (long fuzz runs)
+    firmware: Firmware = None          # None: SeaBIOS (or -kernel); else UEFI from flash
 
 
 def accel_args(accel, m):
@@ -74,7 +85,12 @@ def argv(m, accel):
     if m.no_reboot:
         cmd.append("-no-reboot")
     if m.machine:
-        cmd += ["-machine", m.machine]
+        cmd += ["-machine", m.machine + (",smm=on" if m.firmware and m.firmware.secure else "")]
+    if m.firmware:
+        if m.firmware.secure:
+            cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on"]
+        cmd += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={m.firmware.code}",
+                "-drive", f"if=pflash,format=raw,unit=1,file={m.firmware.vars}"]
     if "-m" not in m.extra:
         cmd += ["-m", str(m.mem)]
     if "-smp" not in m.extra:

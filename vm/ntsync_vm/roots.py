@@ -59,7 +59,7 @@ def safe_rm(d):
 def clean_stale():
     """Half-built roots of earlier, interrupted runs (*.tmp-PID whose PID is gone)."""
     for d in list(cache().glob("images/.build-*")) + list(cache().glob("kroots/*.tmp-*")) \
-            + list(cache().glob("*-kernel/root.tmp-*")):
+            + list(cache().glob("*-kernel/root.tmp-*")) + list(cache().glob("firmware/*.tmp-*")):
         pid = d.name.rsplit("-", 1)[-1]
         if pid.isdigit() and Path(f"/proc/{pid}").exists():
             continue
@@ -137,29 +137,36 @@ def kroot(suite):
     """The kernel root of SUITE ($NTSYNC_CACHE/kroots/NAME): the cloud kernel and its headers
     with the compiler they were built with; built when missing or stale."""
     s = suites.get(suite, quiet=True)
-    name = s["name"]
-    root = kroot_dir(name)
-    packages = KROOT_PACKAGES + s["kernel_packages"]
-    logf = cache() / "kroots" / "logs" / f"{name}-root.log"
+    return cached_root(kroot_dir(s["name"]), s["release"], s["sources"], KROOT_PACKAGES + s["kernel_packages"],
+                       f"{s['name']} kernel root")
+
+
+def cached_root(root, release, sources, packages, what):
+    """A root of PACKAGES from RELEASE kept in ROOT (stamp ROOT/.complete, log in
+    ROOT/../logs/NAME-root.log), built when missing or stale under the one cache policy;
+    packages a newer version of this tool wants are added to a fresh root in place."""
+    root = Path(root)
+    name = root.name
+    logf = root.parent / "logs" / f"{name}-root.log"
     complete = root / ".complete"
     why = stale(complete)
     if why is None:
         _add_missing(name, root, packages, logf)
         return root
-    require_root("building a kernel root")
+    require_root(f"building the {what}")
     clean_stale()
     tmp = root.with_name(f"{name}.tmp-{os.getpid()}")
-    say(f"building the {name} kernel root ({why}; mmdebstrap, a minute or more; log {logf})")
+    say(f"building the {what} ({why}; mmdebstrap, a minute or more; log {logf})")
     t = time.monotonic()
     try:
-        mmdebstrap(s["release"], tmp, s["sources"], packages, logf)
+        mmdebstrap(release, tmp, sources, packages, logf)
     except Failure:
         safe_rm(tmp)
         raise
     safe_rm(root)
     tmp.rename(root)
     complete.write_text(",".join(packages) + "\n")
-    say(f"{name} kernel root ready in {time.monotonic() - t:.0f} s")
+    say(f"{what} ready in {time.monotonic() - t:.0f} s")
     return root
 
 

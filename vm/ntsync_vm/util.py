@@ -89,6 +89,8 @@ HOST_TOOLS = {
     "xz": "xz-utils",
     "zstd": "zstd",
     "debugfs": "e2fsprogs",
+    "mkfs.vfat": "dosfstools",  # the EFI system partition of a Secure Boot image
+    "mcopy": "mtools",
 }
 
 

@@ -12,6 +12,8 @@ import tempfile
 import threading
 import time
 import unittest
+import uuid
+import zlib
 from contextlib import redirect_stdout, redirect_stderr
 from io import StringIO
 from pathlib import Path
@@ -21,7 +23,7 @@ REPO = HERE.parents[1]
 DATA = HERE / "test_data"
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import boot, console, gates, initramfs, lifecycle, lock, qemu, suites  # noqa: E402
+from ntsync_vm import boot, console, gates, image, initramfs, lifecycle, lock, qemu, suites  # noqa: E402
 from ntsync_vm.util import Failure, Usage  # noqa: E402
 
 
@@ -91,6 +93,48 @@ class Argv(unittest.TestCase):
         self.assertIn("file=/in.tar,if=none,id=d1,format=raw,readonly=on", a)
         self.assertIn("virtio-blk-pci,drive=d1,serial=ntsync-in", a)
         self.assertEqual(a[a.index("-nic") + 1], "user,model=virtio-net-pci")
+
+    def test_secure_boot_firmware(self):
+        m = self.machine(firmware=qemu.Firmware("/fw/code.fd", "/run/vars.fd"))
+        for accel in ("tcg", "kvm"):
+            a = qemu.argv(m, accel)
+            self.assertEqual(a[a.index("-machine") + 1], "q35,smm=on")
+            self.assertEqual(a[a.index("-global") + 1], "driver=cfi.pflash01,property=secure,value=on")
+            self.assertIn("if=pflash,format=raw,unit=0,readonly=on,file=/fw/code.fd", a)
+            self.assertIn("if=pflash,format=raw,unit=1,file=/run/vars.fd", a)
+        plain = qemu.argv(self.machine(firmware=qemu.Firmware("/c", "/v", secure=False)), "tcg")
+        self.assertEqual(plain[plain.index("-machine") + 1], "q35")
+        self.assertNotIn("-global", plain)
+        self.assertNotIn("-global", qemu.argv(self.machine(), "tcg"))
+
+    def test_gpt(self):
+        with tempfile.NamedTemporaryFile() as f:
+            f.truncate(64 * 1024 * 1024)
+            sectors = 64 * 2048
+            image.write_gpt(f.name, [(image.ESP_GUID, "EFI system partition", 2048, 4095),
+                                     (image.LINUX_GUID, "root", 4096, sectors - 2049)])
+            d = Path(f.name).read_bytes()
+        self.assertEqual(d[510:512], b"\x55\xaa")
+        self.assertEqual(d[450], 0xee)
+        for hdr_lba, entries_lba, other in ((1, 2, sectors - 1), (sectors - 1, sectors - 33, 1)):
+            h = bytearray(d[hdr_lba * 512:hdr_lba * 512 + 92])
+            self.assertEqual(h[:8], b"EFI PART")
+            crc = int.from_bytes(h[16:20], "little")
+            h[16:20] = bytes(4)
+            self.assertEqual(zlib.crc32(h), crc)
+            self.assertEqual(int.from_bytes(h[24:32], "little"), hdr_lba)
+            self.assertEqual(int.from_bytes(h[32:40], "little"), other)
+            self.assertEqual(int.from_bytes(h[72:80], "little"), entries_lba)
+            entries = d[entries_lba * 512:entries_lba * 512 + 128 * 128]
+            self.assertEqual(zlib.crc32(entries), int.from_bytes(h[88:92], "little"))
+            self.assertEqual(uuid.UUID(bytes_le=entries[:16]), uuid.UUID(image.ESP_GUID))
+            self.assertEqual(int.from_bytes(entries[32:40], "little"), 2048)
+            self.assertEqual(entries[56:56 + 40].decode("utf-16-le"), "EFI system partition")
+            self.assertEqual(int.from_bytes(entries[128 + 40:128 + 48], "little"), sectors - 2049)
+        with tempfile.NamedTemporaryFile() as f:
+            f.truncate(1024 * 1024)
+            with self.assertRaises(Exception):
+                image.write_gpt(f.name, [(image.LINUX_GUID, "too big", 2048, 4096)])
 
     def test_interactive(self):
         a = qemu.argv(self.machine(interactive=True), "tcg")
@@ -174,6 +218,31 @@ class Gates(unittest.TestCase):
         self.assertIsNone(gates.taint_problem(4096 | 8192))
         self.assertEqual(gates.taint_problem(4096 | 512), "kernel tainted: W (tainted=4608)")
         self.assertIsNone(gates.taint_problem(512, start=512))
+        sb = gates.TAINT_ALLOWED_SECURE_BOOT
+        self.assertIsNone(gates.taint_problem(4096, allowed=sb))
+        self.assertEqual(gates.taint_problem(4096 | 8192, allowed=sb), "kernel tainted: E (tainted=12288)")
+
+    def test_secure_boot_facts(self):
+        from ntsync_vm import cloud
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            self.assertEqual(cloud.judge_secure_boot(d, "enrolled")[0],
+                             ["the guest reported no Secure Boot state (secure-boot.txt missing)"])
+            good = ("sb_state=SecureBoot enabled\nlockdown=none [integrity] confidentiality\n"
+                    "dkms_key=/var/lib/dkms/mok.pub is already enrolled\nsigner=DKMS module signing key\n")
+            (d / "secure-boot.txt").write_text(good)
+            problems, notes = cloud.judge_secure_boot(d, "enrolled")
+            self.assertEqual(problems, [])
+            self.assertIn("module signed by: DKMS module signing key", notes)
+            problems, _ = cloud.judge_secure_boot(d, "not-enrolled")
+            self.assertEqual(len(problems), 1)
+            self.assertIn("expected '... is not enrolled'", problems[0])
+            (d / "secure-boot.txt").write_text("sb_state=SecureBoot disabled\nlockdown=[none] integrity\n"
+                                               "dkms_key=/var/lib/dkms/mok.pub is not enrolled\n")
+            problems, _ = cloud.judge_secure_boot(d, "not-enrolled")
+            self.assertEqual(len(problems), 2)
+            self.assertIn("Secure Boot is not on", problems[0])
+            self.assertIn("not locked down", problems[1])
 
 
 class SmokeVerdict(unittest.TestCase):

@@ -1,0 +1,77 @@
+"""UEFI firmware for the Secure Boot guests: Debian's OVMF built for Secure Boot, its variable
+store with Microsoft's keys enrolled and Secure Boot on (OVMF_VARS_4M.ms.fd), as a PC that
+boots Debian's Microsoft-signed shim. Enrolling a key into shim's MokList, the step a user
+does with `mokutil --import`, a reboot and MokManager, is done before boot with virt-fw-vars
+(python3-virt-firmware, trixie and later).
+
+Both come from trixie, in a root of their own ($NTSYNC_CACHE/firmware/trixie), so that a fresh
+Debian 12 host needs nothing installed by hand and every guest suite boots the same firmware."""
+
+import base64
+import shutil
+from pathlib import Path
+
+from . import roots
+from .util import MIRROR, Failure, cache
+
+RELEASE = "trixie"
+PACKAGES = ["ovmf", "python3-virt-firmware"]
+CODE = "usr/share/OVMF/OVMF_CODE_4M.secboot.fd"  # needs SMM: q35,smm=on and a secure pflash
+VARS = "usr/share/OVMF/OVMF_VARS_4M.ms.fd"       # PK/KEK/db of Microsoft, SecureBootEnable on
+# The owner GUID of the MokList entries we add: shim's own.
+SHIM_LOCK_GUID = "605dab50-e046-4300-abb6-3dd810dd8b23"
+
+
+def root():
+    return roots.cached_root(cache() / "firmware" / RELEASE, RELEASE, [f"deb {MIRROR} {RELEASE} main"],
+                             PACKAGES, "UEFI firmware root (ovmf, virt-fw-vars)")
+
+
+def der_to_pem(der):
+    """An X.509 certificate in DER (what DKMS writes to /var/lib/dkms/mok.pub) as PEM."""
+    if not der or der[0] != 0x30:
+        raise Failure("the key to enroll is not a DER certificate (it must start with an ASN.1 SEQUENCE)")
+    b64 = base64.b64encode(der).decode()
+    return ("-----BEGIN CERTIFICATE-----\n" + "\n".join(b64[i:i + 64] for i in range(0, len(b64), 64))
+            + "\n-----END CERTIFICATE-----\n")
+
+
+def virt_fw_vars(fw, args, what):
+    r = roots.in_root(fw, ["virt-fw-vars", *args], capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"virt-fw-vars ({what}) failed: {(r.stderr or r.stdout).strip()[-800:]}")
+    return r.stdout + r.stderr
+
+
+def install(dest, mok_der=None):
+    """Put the firmware for one guest image into folder DEST: efi-code.fd, efi-vars.fd (Secure
+    Boot on, Microsoft's keys, an empty MokList) and, with MOK_DER (a DER certificate),
+    efi-vars-mok.fd, the same store with that certificate in shim's MokList as MokManager
+    would have put it there. Returns the paths."""
+    fw = root()
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = {"code": dest / "efi-code.fd", "vars": dest / "efi-vars.fd"}
+    shutil.copy2(fw / CODE, out["code"])
+    shutil.copy2(fw / VARS, out["vars"])
+    listing = virt_fw_vars(fw, ["-i", f"/{VARS}", "-p"], "reading the variable store")
+    if "SecureBootEnable    : bool: ON" not in listing:
+        raise Failure(f"{VARS} of the firmware root does not have Secure Boot enabled:\n{listing[-600:]}")
+    if mok_der is not None:
+        work = fw / "tmp" / "ntsync-mok"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        try:
+            (work / "key.pem").write_text(der_to_pem(mok_der))
+            virt_fw_vars(fw, ["-i", f"/{VARS}", "--add-mok", SHIM_LOCK_GUID, "/tmp/ntsync-mok/key.pem",
+                              "-o", "/tmp/ntsync-mok/vars.fd"], "adding the key to MokList")
+            listing = virt_fw_vars(fw, ["-i", "/tmp/ntsync-mok/vars.fd", "-p"], "reading the new store")
+            if "MokList" not in listing:
+                raise Failure(f"virt-fw-vars --add-mok left no MokList in the store:\n{listing[-600:]}")
+            out["vars_mok"] = dest / "efi-vars-mok.fd"
+            shutil.copy2(work / "vars.fd", out["vars_mok"])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    out["version"] = roots.in_root(fw, ["dpkg-query", "-W", "-f=${Version}", "ovmf"],
+                                   capture_output=True, text=True).stdout.strip()
+    return out
