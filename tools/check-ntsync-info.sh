@@ -298,7 +298,7 @@ expect_text "run 'modprobe ntsync' as root\"" "Secure Boot off: the modprobe hin
 sbroot refused
 expect_rc 3 "Secure Boot on, DKMS's key not enrolled" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
 expect_text '^verdict: NOT WORKING: Secure Boot refuses the ntsync module: DKMS.s signing key (/var/lib/dkms/mok.pub) is not enrolled$' "not enrolled: the verdict"
-expect_text "^hint: .*'sudo mokutil --import /var/lib/dkms/mok.pub'.*one-time password.*reboot.*MokManager.*\"Enroll MOK\" -> \"Continue\" -> \"Yes\", type the password, then \"Reboot\"; after that reboot ntsync loads by itself" "not enrolled: the steps"
+expect_text "^hint: .*'sudo mokutil --import /var/lib/dkms/mok.pub'.*one-time password.*reboot; when the blue MokManager screen says \"Press any key to perform MOK management\", press a key within 10 seconds, then choose \"Enroll MOK\" -> \"Continue\" -> \"Yes\", type the password, and choose \"Reboot\"; after that reboot ntsync loads by itself" "not enrolled: the steps"
 expect_text '^secure boot: on; lockdown: integrity; DKMS key: /var/lib/dkms/mok.pub not enrolled (not in the MOK list)$' "not enrolled: the secure boot line"
 if grep -q 'modprobe ntsync' "$tmp/out"; then
 	bad "not enrolled: still advises modprobe, which the kernel refuses"
@@ -356,7 +356,7 @@ sbroot pending
 with_key "$r" | sed '1s/^/\x07\x00\x00\x00/' >"$r/sys/firmware/efi/efivars/MokNew-$shim_guid"
 expect_rc 3 "enrollment pending" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
 expect_text '^verdict: NOT WORKING: Secure Boot refuses the ntsync module until DKMS.s signing key (/var/lib/dkms/mok.pub) is enrolled: its enrollment waits for the next reboot$' "pending: the verdict"
-expect_text "^hint: *'mokutil --import /var/lib/dkms/mok.pub' was run: reboot, and in the blue MokManager screen choose \"Enroll MOK\"" "pending: the steps after the reboot"
+expect_text "^hint: *'mokutil --import /var/lib/dkms/mok.pub' was run: reboot; when the blue MokManager screen says .* \"Enroll MOK\"" "pending: the steps after the reboot"
 expect_rc 3 "enrollment pending, --json" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
 expect_json .secure_boot.dkms_key_enrolled false
 expect_json .secure_boot.dkms_key_pending true

@@ -1147,9 +1147,11 @@ static bool secure_boot_refuses(void)
 }
 
 /* What the user sees in MokManager after the reboot. */
-#define MOK_STEPS "reboot, and in the blue MokManager screen choose " \
-	"\"Enroll MOK\" -> \"Continue\" -> \"Yes\", type the password, then " \
-	"\"Reboot\"; after that reboot ntsync loads by itself"
+#define MOK_STEPS "reboot; when the blue MokManager screen says \"Press " \
+	"any key to perform MOK management\", press a key within 10 " \
+	"seconds, then choose \"Enroll MOK\" -> \"Continue\" -> \"Yes\", " \
+	"type the password, and choose \"Reboot\"; after that reboot ntsync " \
+	"loads by itself"
 
 static void explain_secure_boot(void)
 {
