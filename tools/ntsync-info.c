@@ -1221,8 +1221,9 @@ static void decide(void)
 			    "run 'modprobe ntsync' as root%s", info.dkms_file,
 			    info.sb_enabled == TRI_YES &&
 			    info.key_enrolled != TRI_YES ?
-			    "; Secure Boot is on: if modprobe says 'Key was "
-			    "rejected by service', DKMS's key is not enrolled "
+			    "; Secure Boot is on: if modprobe fails with 'Key "
+			    "was rejected by service' or 'Operation not "
+			    "permitted', DKMS's key is not enrolled "
 			    "('mokutil --test-key " DKMS_KEY "' or ntsync-info "
 			    "as root tells)" : "");
 		else
