@@ -3,7 +3,8 @@
 # missing node and for a node that is not ntsync, --json, the driver
 # detection against fake /sys trees (NTSYNC_INFO_SYSROOT), and the parts for
 # Wine: processes using ntsync from fake /proc trees, a wineserver without
-# the device, the system header's state.
+# the device, the system header's state; Secure Boot and DKMS's key from
+# fake EFI variables (exit 3 when the kernel refuses the module).
 # Usage: check-ntsync-info.sh PATH/TO/ntsync-info [--device-only]
 set -eu
 
@@ -246,6 +247,197 @@ expect_json .system_header.state missing
 # no /proc at all
 expect_rc 1 "no /proc" env NTSYNC_INFO_SYSROOT="$tmp/none" "$info" --json
 expect_json .processes.proc_readable false
+
+# Secure Boot and DKMS's key, from fake EFI variable trees.  efivarfs files
+# are 4 attribute bytes and the value; the DER "certificates" are short
+# byte strings that start as DER does.
+sbroot() {
+	r=$tmp/sb-$1
+	mkdir -p "$r/sys/firmware/efi/efivars" "$r/sys/kernel/security" \
+		"$r/lib/modules/$rel/updates/dkms" "$r/var/lib/dkms"
+	: >"$r/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
+	echo 'none [integrity] confidentiality' >"$r/sys/kernel/security/lockdown"
+	printf '\060\202\001\012ntsync-test-dkms-key-0123456789' >"$r/var/lib/dkms/mok.pub"
+	efivar "$r" SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c '\001'
+	efivar "$r" SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c '\000'
+	# shim's MOK list with Debian's key (another certificate) only
+	efivar "$r" MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23 \
+		'\241\131\300\245SIGLISTHEADER\060\202\002\000debian-secure-boot-ca'
+}
+# efivar ROOT NAME VALUE (printf format)
+efivar() {
+	# shellcheck disable=SC2059 # the value is given as printf escapes
+	printf "\\006\\000\\000\\000$3" >"$1/sys/firmware/efi/efivars/$2"
+}
+# a list that holds DKMS's key among others
+with_key() {
+	printf '\241\131\300\245SIGLISTHEADER\060\202\002\000debian-secure-boot-ca'
+	cat "$1/var/lib/dkms/mok.pub"
+	printf 'trailer'
+}
+expect_text() {
+	if grep -q -- "$1" "$tmp/out"; then
+		ok "$2"
+	else
+		bad "$2: no /$1/"
+		sed 's/^/# /' "$tmp/out"
+	fi
+}
+shim_guid=605dab50-e046-4300-abb6-3dd810dd8b23
+
+sbroot off
+efivar "$r" SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c '\000'
+echo '[none] integrity confidentiality' >"$r/sys/kernel/security/lockdown"
+expect_rc 1 "Secure Boot off" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled false
+expect_json .secure_boot.lockdown none
+expect_json .secure_boot.dkms_key /var/lib/dkms/mok.pub
+expect_json .secure_boot.dkms_key_enrolled false
+expect_json .cause null
+expect_text "run 'modprobe ntsync' as root\"" "Secure Boot off: the modprobe hint alone"
+
+sbroot refused
+expect_rc 3 "Secure Boot on, DKMS's key not enrolled" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
+expect_text '^verdict: NOT WORKING: Secure Boot refuses the ntsync module: DKMS.s signing key (/var/lib/dkms/mok.pub) is not enrolled$' "not enrolled: the verdict"
+expect_text "^hint: .*'sudo mokutil --import /var/lib/dkms/mok.pub'.*one-time password.*reboot; when the blue MokManager screen says \"Press any key to perform MOK management\", press a key within 10 seconds, then choose \"Enroll MOK\" -> \"Continue\" -> \"Yes\", type the password, and choose \"Reboot\"; after that reboot ntsync loads by itself" "not enrolled: the steps"
+expect_text '^secure boot: on; lockdown: integrity; DKMS key: /var/lib/dkms/mok.pub not enrolled (not in the MOK list)$' "not enrolled: the secure boot line"
+if grep -q 'modprobe ntsync' "$tmp/out"; then
+	bad "not enrolled: still advises modprobe, which the kernel refuses"
+else
+	ok "not enrolled: no modprobe advice"
+fi
+expect_rc 3 "Secure Boot on, DKMS's key not enrolled, --json" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled true
+expect_json .secure_boot.lockdown integrity
+expect_json .secure_boot.dkms_key /var/lib/dkms/mok.pub
+expect_json .secure_boot.dkms_key_enrolled false
+expect_json .secure_boot.dkms_key_pending false
+expect_json .cause secure-boot-key-not-enrolled
+expect_json .working false
+
+# The same under lockdown "none" (the kernel would load it): not the cause.
+echo '[none] integrity confidentiality' >"$r/sys/kernel/security/lockdown"
+expect_rc 1 "Secure Boot on, key not enrolled, but no lockdown" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .cause null
+# unknown lockdown (no securityfs): the key decides
+rm "$r/sys/kernel/security/lockdown"
+expect_rc 3 "Secure Boot on, key not enrolled, lockdown unknown" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.lockdown null
+
+# Enrolled: in shim's runtime list, in the kernel's copy, in the second
+# part of a split list, in the firmware's db.
+sbroot enrolled
+with_key "$r" | sed '1s/^/\x06\x00\x00\x00/' >"$r/sys/firmware/efi/efivars/MokListRT-$shim_guid"
+expect_rc 1 "Secure Boot on, key enrolled" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
+expect_text "^hint: *the module is installed (/lib/modules/$rel/updates/dkms/ntsync.ko.xz) but not loaded: run 'modprobe ntsync' as root$" "enrolled: the modprobe hint"
+expect_text '^secure boot: on; lockdown: integrity; DKMS key: /var/lib/dkms/mok.pub enrolled (in the MOK list)$' "enrolled: the secure boot line"
+expect_rc 1 "Secure Boot on, key enrolled, --json" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled true
+expect_json .secure_boot.dkms_key_pending false
+expect_json .cause null
+
+sbroot kernelcopy
+mkdir -p "$r/sys/firmware/efi/mok-variables"
+with_key "$r" >"$r/sys/firmware/efi/mok-variables/MokListRT"
+expect_rc 1 "key in /sys/firmware/efi/mok-variables/MokListRT" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled true
+
+sbroot split
+with_key "$r" | sed '1s/^/\x06\x00\x00\x00/' >"$r/sys/firmware/efi/efivars/MokListRT1-$shim_guid"
+expect_rc 1 "key in MokListRT1 (a split list)" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled true
+
+sbroot db
+with_key "$r" | sed '1s/^/\x06\x00\x00\x00/' >"$r/sys/firmware/efi/efivars/db-d719b2cb-3d3a-4596-a3bc-dad00e67656f"
+expect_rc 1 "key in the firmware's db" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled true
+
+# Pending: mokutil --import put the key into MokNew.
+sbroot pending
+with_key "$r" | sed '1s/^/\x07\x00\x00\x00/' >"$r/sys/firmware/efi/efivars/MokNew-$shim_guid"
+expect_rc 3 "enrollment pending" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
+expect_text '^verdict: NOT WORKING: Secure Boot refuses the ntsync module until DKMS.s signing key (/var/lib/dkms/mok.pub) is enrolled: its enrollment waits for the next reboot$' "pending: the verdict"
+expect_text "^hint: *'mokutil --import /var/lib/dkms/mok.pub' was run: reboot; when the blue MokManager screen says .* \"Enroll MOK\"" "pending: the steps after the reboot"
+expect_rc 3 "enrollment pending, --json" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled false
+expect_json .secure_boot.dkms_key_pending true
+expect_json .cause secure-boot-key-pending
+# a request for another key only
+printf '\007\000\000\000other-key' >"$r/sys/firmware/efi/efivars/MokNew-$shim_guid"
+expect_rc 3 "a request for another key" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_pending false
+expect_json .cause secure-boot-key-not-enrolled
+
+# a request this user may not read (mokutil makes MokNew mode 0600)
+rm "$r/sys/firmware/efi/efivars/MokNew-$shim_guid"
+mkdir "$r/sys/firmware/efi/efivars/MokNew-$shim_guid"
+expect_rc 3 "an unreadable request" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_pending null
+expect_json .cause secure-boot-key-not-enrolled
+expect_text 'an enrollment request already waits for the next reboot' "an unreadable request: the hint mentions it"
+
+# What cannot be read is unknown, never guessed.
+sbroot odd
+printf '\006\000\000\000\001\000' >"$r/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+expect_rc 1 "SecureBoot variable of an odd size" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled null
+expect_json .cause null
+printf '\006\000\000' >"$r/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+expect_rc 1 "SecureBoot variable shorter than its attributes" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled null
+rm "$r/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+mkdir "$r/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+expect_rc 1 "unreadable SecureBoot variable" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
+expect_text '^secure boot: unknown (' "unreadable SecureBoot: unknown in the text"
+
+sbroot unreadable
+rm "$r/sys/firmware/efi/efivars/MokListRT-$shim_guid"
+mkdir "$r/sys/firmware/efi/efivars/MokListRT-$shim_guid"
+expect_rc 1 "unreadable MOK list" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled true
+expect_json .secure_boot.dkms_key_enrolled null
+expect_json .cause null
+expect_text "Secure Boot is on: if modprobe fails with 'Key was rejected by service' or 'Operation not permitted', DKMS's key is not enrolled" "unreadable MOK list: the hint names the possibility"
+# the kernel's copy, readable (as root), settles it
+mkdir -p "$r/sys/firmware/efi/mok-variables"
+printf 'debian-secure-boot-ca' >"$r/sys/firmware/efi/mok-variables/MokListRT"
+expect_rc 3 "unreadable shim copy, kernel copy without the key" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key_enrolled false
+
+sbroot empty
+rm -f "$r"/sys/firmware/efi/efivars/*
+expect_rc 1 "efivarfs not mounted" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled null
+expect_json .secure_boot.dkms_key_enrolled null
+expect_json .cause null
+
+sbroot noshim
+rm "$r/sys/firmware/efi/efivars/MokListRT-$shim_guid"
+expect_rc 3 "Secure Boot without shim (no MOK list)" env NTSYNC_INFO_SYSROOT="$r" "$info" --device "$tmp/no-such-node"
+expect_text '^hint: *this machine boots without shim' "no shim: MokManager is not offered"
+
+sbroot nokey
+rm "$r/var/lib/dkms/mok.pub"
+expect_rc 1 "no DKMS key" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.dkms_key null
+expect_json .secure_boot.dkms_key_enrolled null
+expect_json .cause null
+
+sbroot bios
+rm -r "$r/sys/firmware/efi"
+expect_rc 1 "no EFI firmware" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled false
+expect_json .cause null
+
+# shim told not to validate, and setup mode: the kernel treats both as off
+sbroot moksb
+efivar "$r" MokSBStateRT-$shim_guid '\001'
+expect_rc 1 "validation disabled in shim" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled false
+sbroot setup
+efivar "$r" SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c '\001'
+expect_rc 1 "setup mode" env NTSYNC_INFO_SYSROOT="$r" "$info" --json --device "$tmp/no-such-node"
+expect_json .secure_boot.enabled false
 
 # the manual page renders without warnings
 man1=$(dirname "$0")/ntsync-info.1

@@ -9,9 +9,13 @@
  * or build Wine: which processes have the device or its objects open (from
  * /proc, as far as the caller may look), whether a running wineserver
  * works without it, and whether the system's <linux/ntsync.h> is complete
- * enough for Wine's build.  Ends with a verdict line.
+ * enough for Wine's build.  Also whether Secure Boot is on and whether
+ * the kernel trusts the key DKMS signs the module with (from EFI variables,
+ * as any user, without mokutil).  Ends with a verdict line.
  *
- * Exit status: 0 working, 1 not working, 2 usage error.
+ * Exit status: 0 working, 1 not working, 2 usage error, 3 not working
+ * because Secure Boot refuses the module: DKMS's signing key is not
+ * enrolled (or its enrollment waits for the next reboot).
  */
 
 #include <errno.h>
@@ -44,6 +48,7 @@
 #define EXIT_WORKING 0
 #define EXIT_NOT_WORKING 1
 #define EXIT_USAGE 2
+#define EXIT_SECURE_BOOT 3
 
 /* Upper bound for the checks that wait for a wake-up: a broken driver makes
  * a check fail, never hang the tool. */
@@ -101,9 +106,21 @@ static struct {
 	bool uapi_header;		/* ntsync-uapi-dev's copy is installed */
 	char header_text[TEXT * 2];
 
+	/* Secure Boot and the key DKMS signs the module with */
+	int sb_enabled;			/* TRI_YES, TRI_NO, TRI_UNKNOWN */
+	char sb_text[TEXT];
+	char lockdown[32];		/* "" when unknown */
+	bool dkms_key;			/* DKMS_KEY exists */
+	int key_enrolled;		/* in the MOK list or db */
+	int key_pending;		/* in MokNew, the import request */
+	bool mok_request;		/* MokNew exists (for whatever key) */
+	bool no_mok_list;		/* EFI without MokListRT: no shim */
+	char key_text[TEXT];
+	const char *cause;		/* NULL, or why it does not work */
+
 	bool working;
 	char verdict[TEXT * 2];
-	char hint[TEXT * 2];
+	char hint[TEXT * 4];
 } info;
 
 #define SYS_HEADER "/usr/include/linux/ntsync.h"
@@ -765,7 +782,411 @@ static void probe_header(void)
 		    "install ntsync-uapi-dev");
 }
 
+/* ---- Secure Boot and DKMS's signing key ---- */
+
+/*
+ * With Secure Boot on, Debian's kernels lock themselves down and load only
+ * modules signed by a key they trust: the distribution's, or one enrolled
+ * in shim's MOK list (MokListRT, which the kernel loads into its keyrings)
+ * or in the firmware's db.  DKMS signs what it builds with
+ * /var/lib/dkms/mok.key; its certificate, mok.pub (DER), is trusted only
+ * after "mokutil --import" and a reboot through MokManager.  Everything
+ * here is read from files any user may read where it can; what cannot be
+ * read is reported as unknown, never guessed.
+ */
+enum { TRI_UNKNOWN = -1, TRI_NO = 0, TRI_YES = 1 };
+
+#define EFI_DIR "/sys/firmware/efi"
+#define EFIVARS EFI_DIR "/efivars/"
+/* Since Linux 5.10, the MOK variables shim passed to the kernel. */
+#define MOKVARS EFI_DIR "/mok-variables/"
+#define GUID_GLOBAL "-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#define GUID_SHIM "-605dab50-e046-4300-abb6-3dd810dd8b23"
+#define GUID_SECURITY "-d719b2cb-3d3a-4596-a3bc-dad00e67656f"
+#define LOCKDOWN "/sys/kernel/security/lockdown"
+#define DKMS_KEY "/var/lib/dkms/mok.pub"
+/* Larger than any MOK list, db or certificate. */
+#define BLOB_MAX (1 << 20)
+
+struct blob {
+	unsigned char *data;
+	size_t len;
+};
+
+/* Read a whole file (under root): 0, or -errno (-EFBIG past BLOB_MAX). */
+static int read_blob(const char *path, struct blob *b)
+{
+	char full[TEXT * 2];
+	size_t cap = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	b->data = NULL;
+	b->len = 0;
+	rooted(full, sizeof(full), path);
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (b->len == cap) {
+			unsigned char *p;
+
+			if (cap >= BLOB_MAX) {
+				err = -EFBIG;
+				break;
+			}
+			cap = cap ? cap * 2 : 4096;
+			p = realloc(b->data, cap);
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			b->data = p;
+		}
+		n = read(fd, b->data + b->len, cap - b->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	close(fd);
+	if (err) {
+		free(b->data);
+		b->data = NULL;
+		b->len = 0;
+	}
+	return err;
+}
+
+/*
+ * An efivarfs file: 4 bytes of attributes, then the value.  0, or -errno
+ * (-EINVAL for a file too short to hold the attributes).
+ */
+static int read_efivar(const char *name, struct blob *b)
+{
+	char path[TEXT];
+	int err;
+
+	fmt(path, sizeof(path), EFIVARS "%s", name);
+	err = read_blob(path, b);
+	if (err)
+		return err;
+	if (b->len < 4) {
+		free(b->data);
+		b->data = NULL;
+		return -EINVAL;
+	}
+	memmove(b->data, b->data + 4, b->len - 4);
+	b->len -= 4;
+	return 0;
+}
+
+/* A one-byte EFI variable's value (0..255), or -errno. */
+static int efivar_byte(const char *name)
+{
+	struct blob b;
+	int ret = read_efivar(name, &b);
+
+	if (ret)
+		return ret;
+	ret = b.len == 1 ? b.data[0] : -EINVAL;
+	free(b.data);
+	return ret;
+}
+
+/* Whether the efivarfs directory shows any variable (is it mounted?). */
+static bool efivars_listed(void)
+{
+	char pattern[TEXT * 2];
+	glob_t g;
+	bool any;
+
+	rooted(pattern, sizeof(pattern), EFIVARS "*-*");
+	any = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+	globfree(&g);
+	return any;
+}
+
+static void probe_sb_state(void)
+{
+	int sb, setup, moksb;
+
+	info.sb_enabled = TRI_UNKNOWN;
+	if (!path_exists(EFI_DIR)) {
+		if (path_exists("/sys/firmware")) {
+			info.sb_enabled = TRI_NO;
+			fmt(info.sb_text, sizeof(info.sb_text),
+			    "off (not booted through EFI firmware)");
+		} else {
+			fmt(info.sb_text, sizeof(info.sb_text),
+			    "unknown (no /sys/firmware to look at)");
+		}
+		return;
+	}
+	sb = efivar_byte("SecureBoot" GUID_GLOBAL);
+	if (sb == -ENOENT && efivars_listed()) {
+		info.sb_enabled = TRI_NO;
+		fmt(info.sb_text, sizeof(info.sb_text),
+		    "off (the firmware has no SecureBoot variable)");
+		return;
+	}
+	if (sb < 0 || sb > 1) {
+		fmt(info.sb_text, sizeof(info.sb_text), "unknown (%s%s: %s)",
+		    EFIVARS "SecureBoot", GUID_GLOBAL,
+		    sb == -ENOENT ? "missing; is efivarfs mounted?" :
+		    sb == -EINVAL ? "not one byte" :
+		    sb >= 0 ? "an unexpected value" : strerror(-sb));
+		return;
+	}
+	if (sb == 0) {
+		info.sb_enabled = TRI_NO;
+		fmt(info.sb_text, sizeof(info.sb_text), "off");
+		return;
+	}
+	/* As the kernel's EFI stub decides: setup mode, or shim told not
+	 * to validate (mokutil --disable-validation), means off. */
+	setup = efivar_byte("SetupMode" GUID_GLOBAL);
+	if (setup == 1) {
+		info.sb_enabled = TRI_NO;
+		fmt(info.sb_text, sizeof(info.sb_text),
+		    "off (the firmware is in setup mode)");
+		return;
+	}
+	moksb = efivar_byte("MokSBStateRT" GUID_SHIM);
+	if (moksb == 1) {
+		info.sb_enabled = TRI_NO;
+		fmt(info.sb_text, sizeof(info.sb_text),
+		    "off (validation is disabled in shim)");
+		return;
+	}
+	info.sb_enabled = TRI_YES;
+	fmt(info.sb_text, sizeof(info.sb_text), "on");
+}
+
+static void probe_lockdown(void)
+{
+	char line[TEXT], *open_br, *close_br;
+
+	info.lockdown[0] = '\0';
+	if (!read_line(LOCKDOWN, line, sizeof(line)))
+		return;
+	open_br = strchr(line, '[');
+	close_br = open_br ? strchr(open_br, ']') : NULL;
+	if (!close_br || close_br - open_br - 1 >= (int)sizeof(info.lockdown))
+		return;
+	*close_br = '\0';
+	fmt(info.lockdown, sizeof(info.lockdown), "%s", open_br + 1);
+}
+
+/* Does the blob hold the key's bytes? */
+static bool blob_has(const struct blob *b, const struct blob *key)
+{
+	return b->len >= key->len &&
+	       memmem(b->data, b->len, key->data, key->len) != NULL;
+}
+
+/*
+ * Search one variable for the key: TRI_YES, TRI_NO (read, not there), or
+ * -errno (-ENOENT: no such variable).  efivar selects the efivarfs format.
+ */
+static int var_has_key(const char *path_or_name, bool efivar,
+		       const struct blob *key)
+{
+	struct blob b;
+	int ret;
+
+	ret = efivar ? read_efivar(path_or_name, &b) :
+		       read_blob(path_or_name, &b);
+	if (ret)
+		return ret;
+	ret = blob_has(&b, key) ? TRI_YES : TRI_NO;
+	free(b.data);
+	return ret;
+}
+
+/*
+ * The MOK list as the kernel sees it: /sys/firmware/efi/mok-variables/
+ * MokListRT (root only), else shim's runtime copy in efivarfs, which shim
+ * splits into MokListRT, MokListRT1, MokListRT2, ... when it is large.
+ */
+static int mok_list_has_key(const struct blob *key)
+{
+	char name[TEXT];
+	int kernel, ret, i;
+
+	kernel = var_has_key(MOKVARS "MokListRT", false, key);
+	if (kernel == TRI_YES || kernel == TRI_NO)
+		return kernel;
+	for (i = 0; i < 64; i++) {
+		if (i)
+			fmt(name, sizeof(name), "MokListRT%d" GUID_SHIM, i);
+		else
+			fmt(name, sizeof(name), "MokListRT" GUID_SHIM);
+		ret = var_has_key(name, true, key);
+		if (ret == TRI_YES)
+			return TRI_YES;
+		if (ret == -ENOENT && i)
+			return TRI_NO;
+		if (ret == -ENOENT)	/* the kernel's copy may still exist */
+			return kernel;
+		if (ret != TRI_NO)
+			return ret;
+	}
+	return TRI_NO;
+}
+
+static void probe_dkms_key(void)
+{
+	struct blob key, req;
+	int mok, db, ret;
+
+	info.key_enrolled = TRI_UNKNOWN;
+	info.key_pending = TRI_UNKNOWN;
+	ret = read_blob(DKMS_KEY, &key);
+	info.dkms_key = ret != -ENOENT && ret != -ENOTDIR;
+	if (!info.dkms_key) {
+		fmt(info.key_text, sizeof(info.key_text), "none (no %s)",
+		    DKMS_KEY);
+		return;
+	}
+	if (ret) {
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s: not readable (%s)", DKMS_KEY, strerror(-ret));
+		return;
+	}
+	/* A DER certificate is one SEQUENCE: 0x30 and a long length. */
+	if (key.len < 16 || key.data[0] != 0x30) {
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s: not a DER certificate", DKMS_KEY);
+		free(key.data);
+		return;
+	}
+
+	if (info.sb_enabled == TRI_NO && !path_exists(EFI_DIR)) {
+		free(key.data);
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s (no EFI firmware: nothing to enroll it in)", DKMS_KEY);
+		return;
+	}
+
+	mok = mok_list_has_key(&key);
+	db = var_has_key("db" GUID_SECURITY, true, &key);
+	if (mok == TRI_YES || db == TRI_YES)
+		info.key_enrolled = TRI_YES;
+	else if (mok == TRI_NO)
+		info.key_enrolled = TRI_NO;
+	else if (mok == -ENOENT && info.sb_enabled != TRI_UNKNOWN &&
+		 efivars_listed()) {
+		/* Variables are readable, and shim left no MOK list: the
+		 * machine boots without shim, so there is no MokManager. */
+		info.key_enrolled = TRI_NO;
+		info.no_mok_list = true;
+	}
+
+	/* mokutil --import writes the request to MokNew (mode 0600). */
+	ret = read_efivar("MokNew" GUID_SHIM, &req);
+	info.mok_request = ret != -ENOENT;
+	if (ret == -ENOENT) {
+		info.key_pending = TRI_NO;
+	} else if (!ret) {
+		info.key_pending = blob_has(&req, &key) ? TRI_YES : TRI_NO;
+		free(req.data);
+	}
+	if (info.key_enrolled == TRI_YES)
+		info.key_pending = TRI_NO;
+	free(key.data);
+
+	if (info.key_enrolled == TRI_YES)
+		fmt(info.key_text, sizeof(info.key_text), "%s enrolled (%s)",
+		    DKMS_KEY, mok == TRI_YES ? "in the MOK list" :
+		    "in the firmware's db");
+	else if (info.key_pending == TRI_YES)
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s not enrolled yet: its enrollment waits for the next "
+		    "reboot (MokManager)", DKMS_KEY);
+	else if (info.key_enrolled == TRI_NO)
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s not enrolled (%s)%s", DKMS_KEY,
+		    info.no_mok_list ? "no MOK list: not booted through shim" :
+		    "not in the MOK list",
+		    info.key_pending == TRI_UNKNOWN ?
+		    "; an enrollment request waits for the next reboot "
+		    "(MokNew, readable by root only)" : "");
+	else
+		fmt(info.key_text, sizeof(info.key_text),
+		    "%s: unknown whether enrolled (the MOK list is not "
+		    "readable%s; run as root)", DKMS_KEY,
+		    mok == -ENOENT ? ": no efivarfs" : " by this user");
+}
+
+static void probe_secure_boot(void)
+{
+	probe_sb_state();
+	probe_lockdown();
+	probe_dkms_key();
+}
+
 /* ---- verdict ---- */
+
+/*
+ * The module was built but is not loaded, and the kernel will refuse it:
+ * Secure Boot is on, the kernel is not known to be unlocked, and DKMS's
+ * key is known not to be enrolled.
+ */
+static bool secure_boot_refuses(void)
+{
+	return info.sb_enabled == TRI_YES &&
+	       strcmp(info.lockdown, "none") != 0 &&
+	       info.key_enrolled != TRI_YES &&
+	       (info.key_enrolled == TRI_NO || info.key_pending == TRI_YES);
+}
+
+/* What the user sees in MokManager after the reboot. */
+#define MOK_STEPS "reboot; when the blue MokManager screen says \"Press " \
+	"any key to perform MOK management\", press a key within 10 " \
+	"seconds, then choose \"Enroll MOK\" -> \"Continue\" -> \"Yes\", " \
+	"type the password, and choose \"Reboot\"; after that reboot ntsync " \
+	"loads by itself"
+
+static void explain_secure_boot(void)
+{
+	if (info.key_pending == TRI_YES) {
+		info.cause = "secure-boot-key-pending";
+		fmt(info.verdict, sizeof(info.verdict),
+		    "NOT WORKING: Secure Boot refuses the ntsync module until "
+		    "DKMS's signing key (%s) is enrolled: its enrollment waits "
+		    "for the next reboot", DKMS_KEY);
+		fmt(info.hint, sizeof(info.hint),
+		    "'mokutil --import %s' was run: " MOK_STEPS
+		    " (the password is the one chosen at the import)",
+		    DKMS_KEY);
+		return;
+	}
+	info.cause = "secure-boot-key-not-enrolled";
+	fmt(info.verdict, sizeof(info.verdict),
+	    "NOT WORKING: Secure Boot refuses the ntsync module: DKMS's "
+	    "signing key (%s) is not enrolled", DKMS_KEY);
+	if (info.no_mok_list)
+		fmt(info.hint, sizeof(info.hint),
+		    "this machine boots without shim (there is no MOK list), "
+		    "so MokManager cannot enroll the key: add %s to the "
+		    "firmware's Secure Boot db with its setup tool, or turn "
+		    "Secure Boot off", DKMS_KEY);
+	else
+		fmt(info.hint, sizeof(info.hint),
+		    "enroll DKMS's key once: run 'sudo mokutil --import %s' "
+		    "(package mokutil) and choose a one-time password, then "
+		    MOK_STEPS "%s", DKMS_KEY,
+		    info.mok_request && info.key_pending != TRI_NO ?
+		    " (an enrollment request already waits for the next "
+		    "reboot; ntsync-info as root tells whether it holds "
+		    "this key)" : "");
+}
 
 static void decide(void)
 {
@@ -792,10 +1213,19 @@ static void decide(void)
 			    "kernel %s is new enough for the in-tree driver "
 			    "(6.14+) but no ntsync module is installed for it: "
 			    "use a kernel built with CONFIG_NTSYNC", info.uts.release);
+		else if (info.dkms_file[0] && secure_boot_refuses())
+			explain_secure_boot();
 		else if (info.dkms_file[0])
 			fmt(info.hint, sizeof(info.hint),
 			    "the module is installed (%s) but not loaded: "
-			    "run 'modprobe ntsync' as root", info.dkms_file);
+			    "run 'modprobe ntsync' as root%s", info.dkms_file,
+			    info.sb_enabled == TRI_YES &&
+			    info.key_enrolled != TRI_YES ?
+			    "; Secure Boot is on: if modprobe fails with 'Key "
+			    "was rejected by service' or 'Operation not "
+			    "permitted', DKMS's key is not enrolled "
+			    "('mokutil --test-key " DKMS_KEY "' or ntsync-info "
+			    "as root tells)" : "");
 		else
 			fmt(info.hint, sizeof(info.hint),
 			    "install the ntsync-dkms package (it builds the "
@@ -893,6 +1323,8 @@ static void print_text(void)
 		       info.mod_srcversion[0] ? info.mod_srcversion : "-",
 		       info.mod_taint,
 		       info.mod_initstate[0] ? ", " : "", info.mod_initstate);
+	printf("secure boot: %s; lockdown: %s; DKMS key: %s\n", info.sb_text,
+	       info.lockdown[0] ? info.lockdown : "unknown", info.key_text);
 	if (info.nchecks) {
 		printf("checks:\n");
 		for (int i = 0; i < info.nchecks; i++)
@@ -915,6 +1347,27 @@ static void json_str(const char *s)
 static void json_str_or_null(const char *s)
 {
 	tc_json_str_or_null(stdout, s);
+}
+
+static const char *tri_json(int v)
+{
+	return v == TRI_YES ? "true" : v == TRI_NO ? "false" : "null";
+}
+
+static void print_secure_boot_json(void)
+{
+	printf("  \"secure_boot\": {\"enabled\": %s, \"lockdown\": ",
+	       tri_json(info.sb_enabled));
+	json_str_or_null(info.lockdown);
+	printf(", \"dkms_key\": ");
+	json_str_or_null(info.dkms_key ? DKMS_KEY : NULL);
+	printf(", \"dkms_key_enrolled\": %s, \"dkms_key_pending\": %s, "
+	       "\"description\": ", tri_json(info.key_enrolled),
+	       tri_json(info.key_pending));
+	json_str(info.sb_text);
+	printf(", \"dkms_key_description\": ");
+	json_str(info.key_text);
+	printf("},\n");
 }
 
 static void print_users_json(void)
@@ -986,7 +1439,9 @@ static void print_json(void)
 	json_str_or_null(info.dkms_file);
 	printf(", \"in_tree_file\": ");
 	json_str_or_null(info.intree_file);
-	printf("},\n  \"checks\": [");
+	printf("},\n");
+	print_secure_boot_json();
+	printf("  \"checks\": [");
 	for (int i = 0; i < info.nchecks; i++) {
 		printf("%s\n    {\"name\": ", i ? "," : "");
 		json_str(info.checks[i].name);
@@ -1012,8 +1467,10 @@ static void print_json(void)
 	printf("},\n  \"wineserver_note\": ");
 	json_str(WINESERVER_NOTE);
 	printf(",\n");
-	printf("  \"working\": %s,\n  \"verdict\": ",
+	printf("  \"working\": %s,\n  \"cause\": ",
 	       info.working ? "true" : "false");
+	json_str_or_null(info.cause);
+	printf(",\n  \"verdict\": ");
 	json_str(info.verdict);
 	printf(",\n  \"hint\": ");
 	json_str_or_null(info.hint);
@@ -1031,7 +1488,9 @@ static void usage(FILE *out)
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
-		"Exit status: 0 working, 1 not working, 2 usage error.\n");
+		"Exit status: 0 working, 1 not working, 2 usage error, 3 not "
+		"working because\nSecure Boot refuses the module (DKMS's "
+		"signing key is not enrolled).\n");
 }
 
 int main(int argc, char **argv)
@@ -1092,11 +1551,14 @@ int main(int argc, char **argv)
 		run_checks();
 	ntsync_users_scan(info.root, info.path, &info.users);
 	probe_header();
+	probe_secure_boot();
 	decide();
 
 	if (json)
 		print_json();
 	else
 		print_text();
-	return info.working ? EXIT_WORKING : EXIT_NOT_WORKING;
+	if (info.working)
+		return EXIT_WORKING;
+	return info.cause ? EXIT_SECURE_BOOT : EXIT_NOT_WORKING;
 }
