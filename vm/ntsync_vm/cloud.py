@@ -280,7 +280,7 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     got = artifacts.read_results(out_img, results)
     overlay.unlink(missing_ok=True)
     res = {"job": job, "suite": suite, "driver": driver, "run_dir": str(run_dir), "console": str(console),
-           "times": times, "total": total, "kernel": kernel_desc}
+           "times": times, "total": total, "kernel": kernel_desc, "secure_boot": sb}
     if done is None and not interactive and not (results / "job.rc").exists():
         err = (run_dir / "qemu.stderr").read_text(errors="replace").strip()
         if last_stage == "boot" and boot_crash(console):
@@ -351,8 +351,9 @@ def report(res, image_seconds=None, timings=True, whole=None):
     for r in reasons:
         log(f"FAIL: {r}")
     if not reasons:
+        allowed = "O (every module signed: Secure Boot)" if res.get("secure_boot") else "O/E"
         log("kernel log clean (no BUG/WARNING/Oops/lockdep/KASAN/kmemleak/refcount_t), "
-            "no new taint beyond O/E, modprobe -r ntsync succeeded")
+            f"no new taint beyond {allowed}, modprobe -r ntsync succeeded")
     return code
 
 
