@@ -82,6 +82,18 @@ assert j["working"] is False
 ' "$OUT/ntsync-info.json"
 check "no failed systemd unit" sh -c '[ -z "$(systemctl --failed --no-legend --plain)" ]'
 
+# At the next boot systemd-modules-load asks for ntsync (modules-load.d) and fails on it
+# alone, as README.Debian says: what the user will see until the key is enrolled.
+say "== systemctl restart systemd-modules-load (what every boot does until the key is enrolled)"
+systemctl restart systemd-modules-load.service >/dev/null 2>&1
+check "systemd-modules-load fails on the refused module (README.Debian says so)" \
+	systemctl is-failed --quiet systemd-modules-load.service
+journalctl -b -u systemd-modules-load.service --no-pager -o cat 2>&1 | tail -n 3 >"$OUT/modules-load.txt"
+while IFS= read -r line; do say "   $line"; done <"$OUT/modules-load.txt"
+check "its message names ntsync and the key" grep -q "Failed to insert 'ntsync': Key was rejected by service" \
+	"$OUT/modules-load.txt"
+systemctl reset-failed systemd-modules-load.service 2>/dev/null
+
 say "$passed passed, $failed failed, 0 skipped"
 echo "$passed passed, $failed failed, 0 skipped" >>"$LOG"
 [ "$failed" -eq 0 ] || JOB_RC=1
