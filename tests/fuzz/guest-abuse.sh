@@ -9,7 +9,7 @@
 #
 #   guest-abuse.sh [--bindir DIR] [--bindir32 DIR] [--gates FILE] [--seconds N]
 #                  [--cycles N] [--seed N] [--no-rmmod] [--suite DIR]
-#                  [--linearize N] [--linearize-only]
+#                  [--concurrent N] [--linearize N] [--linearize-only]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse, ntsync-linearize are (an
 #                 amd64/ folder of tests/build-static); default: next to this
@@ -21,6 +21,8 @@
 #   --seconds N   fuzzing time in seconds, split over the fuzz runs (default 600)
 #   --cycles N    create/close cycles for the abuse test (default 1000000; under
 #                 TCG, where one cycle costs ~100x more, pass ~100000 and say so)
+#   --concurrent N  seconds of the 64-bit concurrent fuzzer, instead of its
+#                 share of --seconds (for a long concurrent run on a slow kernel)
 #   --no-rmmod    leave the module loaded (when the driver is built in, rmmod
 #                 is skipped anyway)
 #   --suite DIR   first run the conformance suite built by tests/build-static:
@@ -46,6 +48,7 @@ rmmod_it=1
 suite=
 linearize=0
 lin_only=0
+concurrent=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
@@ -58,11 +61,12 @@ while [ $# -gt 0 ]; do
 	--suite) suite=${2:?--suite needs a directory}; shift 2 ;;
 	--linearize) linearize=${2:?--linearize needs a number}; shift 2 ;;
 	--linearize-only) lin_only=1; shift ;;
-	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--concurrent) concurrent=${2:?--concurrent needs a number}; shift 2 ;;
+	-h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
-case $seconds$cycles$linearize in *[!0-9]*) echo "guest-abuse: --seconds, --cycles and --linearize take whole numbers" >&2; exit 2 ;; esac
+case $seconds$cycles$linearize$concurrent in *[!0-9]*) echo "guest-abuse: --seconds, --cycles, --concurrent and --linearize take whole numbers" >&2; exit 2 ;; esac
 
 [ -n "$bindir32" ] || [ ! -d "$bindir/../i386" ] || bindir32=$bindir/../i386
 find_bin() {
@@ -142,6 +146,7 @@ if [ "$lin_only" = 0 ]; then
 # Time split: model 40%, concurrent 40% (64-bit), 10% each for the 32-bit runs.
 m=$((seconds * 4 / 10)); c=$((seconds * 4 / 10)); s32=$((seconds / 10))
 [ -z "$fuzz32" ] && { m=$((m + s32)); c=$((c + s32)); }
+[ -n "$concurrent" ] && c=$concurrent
 # shellcheck disable=SC2086 # seedarg is empty or two words
 run fuzz-model "$fuzz" --model --seconds "$m" $seedarg
 # shellcheck disable=SC2086

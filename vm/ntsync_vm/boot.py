@@ -301,11 +301,12 @@ def job_fuzz(o, work):
     args = f"--seconds {o.seconds} --cycles {cycles}" + (f" --seed {o.seed}" if o.seed is not None else "")
     args += " --suite /" if o.suite else ""
     args += f" --linearize {o.linearize}" + (" --linearize-only" if o.linearize_only else "")
+    args += f" --concurrent {o.concurrent}" if o.concurrent is not None else ""
     files = {"ntsync.ko": work / "ntsync.ko", "amd64": out / "amd64", "i386": out / "i386",
              "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh"}
     initramfs.build(work / "initrd.gz", FUZZ_INIT.format(args=args), files)
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
-    limit = o.seconds * 3 + cycles // 200 + o.linearize * 2 + 1800
+    limit = (o.seconds + (o.concurrent or 0)) * 3 + cycles // 200 + o.linearize * 2 + 1800
     # KCSAN prints a report's stacks at the default level: without them the host could not
     # tell whose race it is.
     loglevel = 7 if k.name == "kcsan" else 4
@@ -534,6 +535,8 @@ def main(argv):
     ap.add_argument("--suite", action="store_true", help="fuzz: also run the conformance suite (amd64, i386) first")
     ap.add_argument("--linearize", type=whole, default=120, help="fuzz: seconds of ntsync-linearize (120)")
     ap.add_argument("--linearize-only", action="store_true", help="fuzz: only the linearizability phase")
+    ap.add_argument("--concurrent", type=whole, metavar="SECONDS",
+                    help="fuzz: seconds of the 64-bit concurrent fuzzer instead of its 40%% of --seconds")
     ap.add_argument("--module-src", metavar="DIR", help="fuzz: build the module from DIR (module/, include/uapi/, "
                     "VERSION) instead of this tree")
     o = ap.parse_args(argv)
