@@ -385,9 +385,12 @@ static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
 }
 
 /*
- * The object ioctls.  The dispatcher has picked the handler by the
- * object's kind, so each handler only copies in, changes the state under
- * the object's lock and copies out.
+ * The object ioctls.  The dispatcher picks the handler by the command
+ * alone; each handler checks its inputs in mainline's order (doc/abi.md,
+ * §abi.order): first what it copies in, then the object's kind, then the
+ * state under the object's lock, and copies out last.  A call that is
+ * wrong in two ways thus fails as it does in mainline: an unreadable
+ * argument is EFAULT before a wrong kind is EINVAL.
  */
 
 /* SEM_RELEASE: add to the count, unless that passes the maximum. */
@@ -399,6 +402,8 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 
 	if (get_user(add, inout))
 		return -EFAULT;
+	if (sem->kind != NTSYNC_SEM)
+		return -EINVAL;
 
 	all = ntsync_lock_obj(sem);
 	before = s->count;
@@ -455,7 +460,7 @@ static int ntsync_mutex_drop(struct ntsync_obj *mutex, void __user *uarg,
 		ret = copy_from_user(&in, uargs, sizeof(in)) ? -EFAULT : 0;
 	if (ret)
 		return ret;
-	if (!in.owner)
+	if (!in.owner || mutex->kind != NTSYNC_MUTEX)
 		return -EINVAL;
 
 	all = ntsync_lock_obj(mutex);
@@ -479,6 +484,9 @@ static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
 	__u32 before;
 	bool all;
 
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
 	if (set) {
@@ -494,10 +502,13 @@ static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
 }
 
 /* SEM_READ, MUTEX_READ and EVENT_READ: the state, as the ABI spells it. */
-static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out)
+static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out, u8 kind)
 {
 	union ntsync_state now;
 	bool abandoned, all;
+
+	if (obj->kind != kind)
+		return -EINVAL;
 
 	all = ntsync_lock_obj(obj);
 	now = obj->s;
@@ -509,85 +520,33 @@ static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out)
 	return abandoned ? -EOWNERDEAD : 0;
 }
 
-/*
- * The ABI numbers its fourteen ioctls 0x80 to 0x8d without a gap.  This
- * table says, by number, which exact command (direction and size
- * included) each is and what it acts on.  The dispatchers need it only to
- * tell a command meant for another kind of object (EINVAL) from one that
- * is none of the ABI's (ENOTTY).
- */
-#define NTSYNC_NR_FIRST		0x80
-#define NTSYNC_ON_DEVICE	0xff
-
-static const struct {
-	unsigned int cmd;
-	u8 on;		/* an enum ntsync_kind or NTSYNC_ON_DEVICE */
-} ntsync_cmds[] = {
-	{ NTSYNC_IOC_CREATE_SEM,	NTSYNC_ON_DEVICE },
-	{ NTSYNC_IOC_SEM_RELEASE,	NTSYNC_SEM },
-	{ NTSYNC_IOC_WAIT_ANY,		NTSYNC_ON_DEVICE },
-	{ NTSYNC_IOC_WAIT_ALL,		NTSYNC_ON_DEVICE },
-	{ NTSYNC_IOC_CREATE_MUTEX,	NTSYNC_ON_DEVICE },
-	{ NTSYNC_IOC_MUTEX_UNLOCK,	NTSYNC_MUTEX },
-	{ NTSYNC_IOC_MUTEX_KILL,	NTSYNC_MUTEX },
-	{ NTSYNC_IOC_CREATE_EVENT,	NTSYNC_ON_DEVICE },
-	{ NTSYNC_IOC_EVENT_SET,		NTSYNC_EVENT },
-	{ NTSYNC_IOC_EVENT_RESET,	NTSYNC_EVENT },
-	{ NTSYNC_IOC_EVENT_PULSE,	NTSYNC_EVENT },
-	{ NTSYNC_IOC_SEM_READ,		NTSYNC_SEM },
-	{ NTSYNC_IOC_MUTEX_READ,	NTSYNC_MUTEX },
-	{ NTSYNC_IOC_EVENT_READ,	NTSYNC_EVENT },
-};
-
-/* The error for a command that an object of this kind does not take. */
-static long ntsync_obj_refuse(unsigned int cmd)
-{
-	unsigned int i = _IOC_NR(cmd) - NTSYNC_NR_FIRST;
-
-	if (i < ARRAY_SIZE(ntsync_cmds) && ntsync_cmds[i].cmd == cmd &&
-	    ntsync_cmds[i].on != NTSYNC_ON_DEVICE)
-		return -EINVAL;
-	return -ENOIOCTLCMD;
-}
-
-/*
- * Object ioctls go by the object's kind first, so that each kind's few
- * commands are checked in one place and the handlers need not check the
- * kind again.
- */
 static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long uarg)
 {
 	struct ntsync_obj *obj = file->private_data;
 	void __user *p = (void __user *)uarg;
 
-	switch (obj->kind) {
-	case NTSYNC_SEM:
-		if (cmd == NTSYNC_IOC_SEM_RELEASE)
-			return ntsync_sem_release(obj, p);
-		if (cmd == NTSYNC_IOC_SEM_READ)
-			return ntsync_obj_read(obj, p);
-		break;
-	case NTSYNC_MUTEX:
-		if (cmd == NTSYNC_IOC_MUTEX_UNLOCK)
-			return ntsync_mutex_drop(obj, p, false);
-		if (cmd == NTSYNC_IOC_MUTEX_KILL)
-			return ntsync_mutex_drop(obj, p, true);
-		if (cmd == NTSYNC_IOC_MUTEX_READ)
-			return ntsync_obj_read(obj, p);
-		break;
-	case NTSYNC_EVENT:
-		if (cmd == NTSYNC_IOC_EVENT_SET)
-			return ntsync_event_change(obj, p, true, false);
-		if (cmd == NTSYNC_IOC_EVENT_RESET)
-			return ntsync_event_change(obj, p, false, true);
-		if (cmd == NTSYNC_IOC_EVENT_PULSE)
-			return ntsync_event_change(obj, p, true, true);
-		if (cmd == NTSYNC_IOC_EVENT_READ)
-			return ntsync_obj_read(obj, p);
-		break;
+	switch (cmd) {
+	case NTSYNC_IOC_SEM_RELEASE:
+		return ntsync_sem_release(obj, p);
+	case NTSYNC_IOC_SEM_READ:
+		return ntsync_obj_read(obj, p, NTSYNC_SEM);
+	case NTSYNC_IOC_MUTEX_UNLOCK:
+		return ntsync_mutex_drop(obj, p, false);
+	case NTSYNC_IOC_MUTEX_KILL:
+		return ntsync_mutex_drop(obj, p, true);
+	case NTSYNC_IOC_MUTEX_READ:
+		return ntsync_obj_read(obj, p, NTSYNC_MUTEX);
+	case NTSYNC_IOC_EVENT_SET:
+		return ntsync_event_change(obj, p, true, false);
+	case NTSYNC_IOC_EVENT_RESET:
+		return ntsync_event_change(obj, p, false, true);
+	case NTSYNC_IOC_EVENT_PULSE:
+		return ntsync_event_change(obj, p, true, true);
+	case NTSYNC_IOC_EVENT_READ:
+		return ntsync_obj_read(obj, p, NTSYNC_EVENT);
 	}
-	return ntsync_obj_refuse(cmd);
+	return -ENOIOCTLCMD;
 }
 
 /* /proc/PID/fdinfo/N: what a hung game's objects are doing. */

@@ -214,7 +214,8 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
         share = Path(opts.share).resolve() if opts.share else None
     env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
            "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else "",
-           "SECURE_BOOT": getattr(opts, "secure_boot", None) or ""}
+           "SECURE_BOOT": getattr(opts, "secure_boot", None) or "",
+           "SEEDS": getattr(opts, "seeds", None) or ""}
     seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
     extra = {}
     if job == "test" and getattr(opts, "i386_dir", None):
@@ -560,6 +561,9 @@ NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="test, matrix: walks of the differential test against the in-tree driver "
+                         "(trixie-backports; default 1000)")
     ap.add_argument("--secure-boot", choices=["enrolled", "not-enrolled"], default=None,
                     help="boot the suite's Secure Boot image through UEFI firmware with Secure Boot on, "
                     "DKMS's signing key enrolled in MokList or not (demo, test, exec, shell, image)")

@@ -11,7 +11,7 @@ from .util import REPO, Failure, cache, ensure_host_tools, say, source_files, ta
 
 ARCHES = ("amd64", "i386")
 PROGRAMS = ("ntsync-run-tests", "kernel-log-gates", "ntsync-smoke", "ntsync-bench", "ntsync-fuzz",
-            "ntsync-abuse", "ntsync-linearize")
+            "ntsync-abuse", "ntsync-linearize", "ntsync-diff", "differential-7.3.txt")
 SOURCES = ("tests/", "tools/", "include/", "libntsync/", "meson", "subprojects/", "VERSION")
 
 
