@@ -642,7 +642,7 @@ static const struct wvar wvars[] = {
 	W(.name = "xsem+alert=xevent", .n = 1, .objs = { OBJ(XSEM) }, .alert = OBJ(XEVENT)),
 	W(.name = "dup+alert=closed", .n = 2, .objs = { OBJ(SEM), OBJ(SEM) }, .alert = O_CLOSED),
 	W(.name = "dup+alert=sem", .n = 2, .objs = { OBJ(AUNSET), OBJ(AUNSET) },
-	  .alert = OBJ(SEM)),
+	  .alert = OBJ(SEM), .known = true),
 	W(.name = "argsreadonly+owner0", .mem = M_RO, .n = 1, .objs = { OBJ(SEM) },
 	  .owner0 = true),
 	W(.name = "argsreadonly+closed", .mem = M_RO, .n = 1, .objs = { O_CLOSED }),

@@ -464,6 +464,30 @@ def job_secure_boot(opts):
     return 0 if failed_rows == 0 else 1
 
 
+def differential(res):
+    """The differential test's verdict for a matrix row (tests/differential/README.md): the live
+    comparison with the in-tree driver where the guest ran it (diff.log), else the suite's
+    comparison with the recorded reference (test-diff's two cases in job.log)."""
+    out = Path(res.get("results") or "/nonexistent")
+    live = out / "diff.log"
+    if live.exists():
+        parts = []
+        for line in live.read_text(errors="replace").splitlines():
+            m = re.search(r"compared \d+ lines \((\d+) matrix cases, (\d+) walks\): (\d+) differences", line)
+            if m:
+                what = f"{m.group(1)} cases" if int(m.group(1)) else f"{m.group(2)} walks"
+                parts.append(f"{what} {m.group(3)} differ")
+        fails = sum(1 for line in live.read_text(errors="replace").splitlines() if line.startswith("FAIL diff:"))
+        return ("live: " + ", ".join(parts) if parts else "live: no comparison") + (" FAIL" if fails else "")
+    joblog = out / "job.log"
+    text = joblog.read_text(errors="replace") if joblog.exists() else ""
+    if re.search(r"^FAIL diff: ", text, re.M):
+        return "reference: FAIL"
+    if len(re.findall(r"^PASS diff: ", text, re.M)) >= 2:
+        return "reference: 0 differ"
+    return "-"
+
+
 def job_matrix(opts):
     rows = []
     plan = [(s, "ours") for s in ("bookworm", "trixie", "trixie-backports")] + [("trixie-backports", "in-tree")]
@@ -492,14 +516,16 @@ def job_matrix(opts):
                 code = 1
             gate = "clean" if not res["problems"] else "; ".join(res["problems"])
             rows.append((suite, res["kernel"], driver, s, gate,
-                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL", res["console"]))
+                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL", res["console"],
+                         differential(res)))
         except Failure as e:
             rows.append((suite, suites.SUITES[suite]["kernel"], driver, None, str(e).splitlines()[0],
-                         fmt_secs(time.monotonic() - t), "FAIL", ""))
+                         fmt_secs(time.monotonic() - t), "FAIL", "", "-"))
     print()
-    hdr = ("suite", "kernel", "driver", "passed", "failed", "skipped", "kernel log", "time", "result")
-    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[4][:60], r[5], r[6])
-                     for r in rows]
+    hdr = ("suite", "kernel", "driver", "passed", "failed", "skipped", "differential", "kernel log", "time",
+           "result")
+    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[8], r[4][:60], r[5],
+                      r[6]) for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
     for row in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())

@@ -147,3 +147,24 @@ if [ "$DRIVER" = ours ] && kernel_has_in_tree; then
 		echo "$((p + DIFF_PASSED)) passed, $((f + DIFF_FAILED)) failed, ${s:-0} skipped"
 	} >>"$OUT/job.log"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# Issue 29 side by side: test-memcg (an unprivileged user in a small memory cgroup, creating
+# objects and blocked waiters until stopped) ran on ours in the suite above; where the kernel
+# has the in-tree driver, run it on that one too, in this boot, and put both drivers' figures
+# next to each other in job.log.  Only figures: the in-tree run's verdicts are not counted.
+MEMCG=/usr/libexec/ntsync/tests/test-memcg
+if [ "$DRIVER" = ours ] && kernel_has_in_tree && [ -x "$MEMCG" ]; then
+	mark "info memcg: the same test on the in-tree driver, for the figures"
+	if load_driver in-tree >/dev/null; then
+		"$MEMCG" >"$OUT/memcg-intree.log" 2>&1
+		load_driver ours >/dev/null || fail "loading our driver again failed"
+		{
+			echo "memory cgroup figures, $(uname -r), ours then in-tree (tests/test-memcg.c):"
+			grep -h "# memcg " "$OUT/results.tap" "$OUT/memcg-intree.log" | sed 's/^ *# /    /'
+		} | tee -a "$OUT/memcg.txt"
+	else
+		say "loading the in-tree driver for the memcg figures failed"
+		load_driver ours || fail "loading our driver again failed"
+	fi
+fi
