@@ -10,6 +10,7 @@
 #   guest-abuse.sh [--bindir DIR] [--bindir32 DIR] [--gates FILE] [--seconds N]
 #                  [--cycles N] [--seed N] [--no-rmmod] [--suite DIR]
 #                  [--concurrent N] [--linearize N] [--linearize-only]
+#                  [--memcg N]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse, ntsync-linearize are (an
 #                 amd64/ folder of tests/build-static); default: next to this
@@ -33,6 +34,13 @@
 #                 the 32-bit build when present; default 0 (not run)
 #   --linearize-only  skip the fuzzers and the abuse tests (the suite, the
 #                 linearizability phase and the end checks still run)
+#   --memcg N     then N seconds of the 64-bit concurrent fuzzer inside a
+#                 cgroup v2 memory cgroup held at its limit (memory.max set to
+#                 what the warmed-up fuzzer uses, oom_score_adj -1000 so that
+#                 a failed charge is ENOMEM, not an OOM kill): the driver's
+#                 allocation failures, every ENOMEM handled (--enomem-ok),
+#                 the invariants kept, the charge back at 0 after it; default
+#                 0 (not run)
 # Ends with `N passed, N failed, N skipped`; exit 0 iff none failed.
 set -eu
 # shellcheck disable=SC3040 # busybox ash and dash >= 0.5.11 have pipefail
@@ -49,6 +57,7 @@ suite=
 linearize=0
 lin_only=0
 concurrent=
+memcg=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bindir) bindir=${2:?--bindir needs a directory}; shift 2 ;;
@@ -62,11 +71,12 @@ while [ $# -gt 0 ]; do
 	--linearize) linearize=${2:?--linearize needs a number}; shift 2 ;;
 	--linearize-only) lin_only=1; shift ;;
 	--concurrent) concurrent=${2:?--concurrent needs a number}; shift 2 ;;
-	-h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--memcg) memcg=${2:?--memcg needs a number}; shift 2 ;;
+	-h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
-case $seconds$cycles$linearize$concurrent in *[!0-9]*) echo "guest-abuse: --seconds, --cycles, --concurrent and --linearize take whole numbers" >&2; exit 2 ;; esac
+case $seconds$cycles$linearize$concurrent$memcg in *[!0-9]*) echo "guest-abuse: --seconds, --cycles, --concurrent, --linearize and --memcg take whole numbers" >&2; exit 2 ;; esac
 
 [ -n "$bindir32" ] || [ ! -d "$bindir/../i386" ] || bindir32=$bindir/../i386
 find_bin() {
@@ -179,6 +189,68 @@ if [ "$linearize" -gt 0 ]; then
 		fi
 	fi
 fi
+
+# The concurrent fuzzer in a memory cgroup at its limit (--memcg N).
+memcg_phase() { # seconds
+	cgroot=/sys/fs/cgroup
+	[ -e "$cgroot/cgroup.controllers" ] || mount -t cgroup2 none "$cgroot" 2>/dev/null || true
+	if ! grep -qw memory "$cgroot/cgroup.controllers" 2>/dev/null; then
+		echo "guest-abuse: no cgroup v2 memory controller at $cgroot: the memcg phase is skipped"
+		result fuzz-concurrent-memcg 77
+		return
+	fi
+	echo +memory >"$cgroot/cgroup.subtree_control" 2>/dev/null || true
+	cg=$cgroot/ntsync-pressure
+	mkdir -p "$cg"
+	if [ ! -e "$cg/memory.max" ]; then
+		echo "guest-abuse: $cg has no memory.max (the memory controller is not enabled below the root)"
+		result fuzz-concurrent-memcg 1
+		return
+	fi
+	echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
+	# an OOM report without a victim prints no task list
+	echo 0 >/proc/sys/vm/oom_dump_tasks 2>/dev/null || true
+	out=${TMPDIR:-/tmp}/guest-abuse-memcg.$$
+	echo "== fuzz-concurrent-memcg: $fuzz --concurrent --enomem-ok --seconds $(($1 + 5)) in $cg"
+	# the shell moves itself into the cgroup, then becomes the fuzzer; its
+	# worker processes inherit both the cgroup and the OOM exemption
+	# shellcheck disable=SC2016,SC2086 # $$ is the inner shell's; seedarg is empty or two words
+	sh -c 'echo $$ >"$1/cgroup.procs" && echo -1000 >/proc/$$/oom_score_adj && shift && exec "$@"' \
+		sh "$cg" "$fuzz" --concurrent --enomem-ok --seconds $(($1 + 5)) --threads 3 --procs 2 $seedarg >"$out" 2>&1 &
+	pid=$!
+	sleep 5	# warm-up: every thread, object and page the fuzzer keeps is there
+	cur=$(cat "$cg/memory.current")
+	echo "$cur" >"$cg/memory.max"
+	echo "guest-abuse: memcg: memory.max set to memory.current after the warm-up, $((cur / 1024)) KiB"
+	rc=0
+	wait "$pid" || rc=$?
+	cat "$out"
+	hits=$(sed -n 's/^max //p' "$cg/memory.events")
+	kills=$(sed -n 's/^oom_kill //p' "$cg/memory.events")
+	enomem=$(sed -n 's/^enomem: \([0-9]*\).*/\1/p' "$out")
+	echo "guest-abuse: memcg: limit reached ${hits:-?} times, ${kills:-?} OOM kills, ${enomem:-?} ENOMEM tolerated"
+	if [ "$rc" = 0 ] && [ "${kills:-1}" != 0 ]; then
+		echo "guest-abuse: memcg: a process was OOM-killed despite oom_score_adj -1000"
+		rc=1
+	fi
+	if [ "$rc" = 0 ] && [ "${enomem:-0}" = 0 ]; then
+		echo "guest-abuse: memcg: no call ever failed with ENOMEM: the limit never bit (nothing tested)"
+		rc=1
+	fi
+	# back to nothing charged once the fuzzer is gone (RCU frees its files a little later)
+	i=0
+	while [ "$i" -lt 10 ] && [ "$(cat "$cg/memory.current")" -gt 1048576 ]; do sleep 1; i=$((i + 1)); done
+	left=$(cat "$cg/memory.current")
+	echo "guest-abuse: memcg: $left B still charged after the fuzzer exited"
+	if [ "$rc" = 0 ] && [ "$left" -gt 1048576 ]; then
+		echo "guest-abuse: memcg: more than 1 MiB still charged to the cgroup: a leak"
+		rc=1
+	fi
+	rmdir "$cg" 2>/dev/null || true
+	rm -f "$out"
+	result fuzz-concurrent-memcg "$rc"
+}
+if [ "$memcg" -gt 0 ]; then memcg_phase "$memcg"; fi
 
 # kmemleak: two scans (an object must look unreferenced twice to be reported)
 if [ -w "$leak" ]; then

@@ -15,6 +15,11 @@
  *                 invariants are checked (semaphore counts conserved, a mutex
  *                 has one owner, an auto-reset event hands out no more than
  *                 it was given).
+ *   --enomem-ok   (with --concurrent) an ENOMEM from a create or a wait is
+ *                 counted, not a failure: for runs inside a memory cgroup at
+ *                 its limit (tests/fuzz/guest-abuse.sh --memcg), where the
+ *                 driver's allocations fail; the call must have changed
+ *                 nothing, which the invariants check at the end.
  *
  * Every run prints its seed; every failure prints the seed and the index of
  * the operation, so `--model --seed S --ops N+1 --verbose` replays it.
@@ -58,6 +63,7 @@ static uint64_t opt_ops; /* 0: no limit */
 static bool opt_verbose;
 static int opt_threads = 4, opt_procs = 2;
 static unsigned opt_max_reports = 30;
+static bool opt_enomem_ok;
 
 /* ------------------------------------------------------------------ rng */
 
@@ -1096,7 +1102,7 @@ static int run_model(void)
 
 /* Shared by every thread of every process (MAP_SHARED anonymous memory). */
 struct shared {
-	uint64_t ops, fails, timeouts, acquisitions, interrupted, churn;
+	uint64_t ops, fails, timeouts, acquisitions, interrupted, churn, enomem;
 	uint64_t sem_acq[C_SEMS], sem_rel[C_SEMS];
 	uint32_t sem_init[C_SEMS];
 	uint32_t holder[C_MUTEXES];	/* owner id of the mutex's holder, 0: none */
@@ -1125,6 +1131,19 @@ static void cfail(const char *fmt, ...)
 }
 
 #define ADD(f, v) __atomic_fetch_add(&(f), (v), __ATOMIC_SEQ_CST)
+
+/*
+ * --enomem-ok: an allocation failure is counted and waited out briefly (at
+ * the cgroup's limit every caller would otherwise spin on it).
+ */
+static bool enomem_tolerated(long ret)
+{
+	if (ret != -ENOMEM || !opt_enomem_ok)
+		return false;
+	ADD(S->enomem, 1);
+	usleep(10000);
+	return true;
+}
 
 static int obj_kind(int i)
 {
@@ -1238,6 +1257,8 @@ static void c_wait(struct worker *w, bool all)
 		ADD(S->timeouts, 1);
 		return;
 	}
+	if (enomem_tolerated(ret))
+		return;
 	if (ret != 0 && ret != -EOWNERDEAD) {
 		cfail("%s: %s", all ? "WAIT_ALL" : "WAIT_ANY", errname(ret));
 		return;
@@ -1397,7 +1418,7 @@ static void *churn_waiter(void *arg)
 		a.timeout = clock_ns(CLOCK_MONOTONIC) + 1000000;
 		ret = xioctl(c->dev, rchance(&r, 50) ? NTSYNC_IOC_WAIT_ALL : NTSYNC_IOC_WAIT_ANY, &a);
 
-		if (ret != -ETIMEDOUT && ret != -EINVAL)
+		if (ret != -ETIMEDOUT && ret != -EINVAL && !enomem_tolerated(ret))
 			cfail("wait on an object being closed: %s", errname(ret));
 		ADD(S->churn, 1);
 	}
@@ -1419,6 +1440,8 @@ static void run_churn(double deadline, struct rng *r)
 		case 1: fd = ntr_create_mutex(c.dev, 77, 1); break;
 		default: fd = ntr_create_event(c.dev, manual, 0); break;
 		}
+		if (fd < 0 && enomem_tolerated(-errno))
+			continue;
 		if (fd < 0) {
 			cfail("churn create: %s", strerror(errno));
 			break;
@@ -1573,6 +1596,8 @@ static int run_concurrent(void)
 		       "%" PRIu64 " acquisitions, %" PRIu64 " time-outs, %" PRIu64 " churn ops, %" PRIu64 " failures (seed %" PRIu64 ")\n",
 		       opt_procs, opt_threads, S->ops, el, el > 0 ? S->ops / el : 0.0, S->acquisitions, S->timeouts,
 		       S->churn, f, opt_seed);
+		if (opt_enomem_ok)
+			printf("enomem: %" PRIu64 " (creates and waits that failed with ENOMEM, tolerated)\n", S->enomem);
 		printf("ops: %" PRIu64 "\nfailures: %" PRIu64 "\n", S->ops, f);
 		return f ? 1 : 0;
 	}
@@ -1593,6 +1618,8 @@ static void usage(FILE *f)
 		"  --procs N         --concurrent: processes (default 2)\n"
 		"  --device PATH     default /dev/ntsync\n"
 		"  --verbose         --model: print every operation\n"
+		"  --enomem-ok       --concurrent: ENOMEM from creates and waits counted, not a failure\n"
+		"                    (inside a memory cgroup at its limit)\n"
 		"Exit: 0 no failure, 1 failures, 2 usage error, 77 no device.\n");
 }
 
@@ -1610,6 +1637,8 @@ int main(int argc, char **argv)
 			mode = 2;
 		else if (!strcmp(a, "--verbose"))
 			opt_verbose = true;
+		else if (!strcmp(a, "--enomem-ok"))
+			opt_enomem_ok = true;
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
@@ -1632,6 +1661,10 @@ int main(int argc, char **argv)
 	}
 	if (!mode) {
 		fprintf(stderr, "ntsync-fuzz: choose --model or --concurrent (see --help)\n");
+		return 2;
+	}
+	if (opt_enomem_ok && mode != 2) {
+		fprintf(stderr, "ntsync-fuzz: --enomem-ok goes with --concurrent only\n");
 		return 2;
 	}
 	if (opt_threads < 1 || opt_threads > MAXWORKERS || opt_procs < 1 || opt_procs > MAXWORKERS) {

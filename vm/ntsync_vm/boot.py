@@ -9,7 +9,8 @@ the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`).
   bench     ntsync-bench with the kernel's driver, then ours, same boot, one vCPU under
             -icount; the comparison runs in the guest. Default trixie-backports.
   fuzz      tests/fuzz/guest-abuse.sh: the fuzzers, the abuse tests, the linearizability
-            checker, 64-bit and i386, optionally the suite. Default debug.
+            checker, 64-bit and i386, optionally the suite and (--memcg) the concurrent
+            fuzzer at a memory cgroup's limit. Default debug.
   upstream  mainline's driver from linux-source-7.3 as shipped and with upstream/'s series,
             each judged by the selftest with the series' new cases and our suite
             (NTSYNC_STRICT=1). trixie-backports only.
@@ -302,17 +303,21 @@ def job_fuzz(o, work):
     args += " --suite /" if o.suite else ""
     args += f" --linearize {o.linearize}" + (" --linearize-only" if o.linearize_only else "")
     args += f" --concurrent {o.concurrent}" if o.concurrent is not None else ""
+    args += f" --memcg {o.memcg}" if o.memcg else ""
     files = {"ntsync.ko": work / "ntsync.ko", "amd64": out / "amd64", "i386": out / "i386",
              "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh"}
     initramfs.build(work / "initrd.gz", FUZZ_INIT.format(args=args), files)
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
-    limit = (o.seconds + (o.concurrent or 0)) * 3 + cycles // 200 + o.linearize * 2 + 1800
+    limit = (o.seconds + (o.concurrent or 0) + o.memcg) * 3 + cycles // 200 + o.linearize * 2 + 1800
     # KCSAN prints a report's stacks at the default level: without them the host could not
     # tell whose race it is.
     loglevel = 7 if k.name == "kcsan" else 4
+    # --memcg: every failed charge prints an OOM report ("no killable processes") to the
+    # kernel log; a larger log keeps the guest's own check of it from losing lines.
+    logbuf = " log_buf_len=64M" if o.memcg else ""
     m = qemu.Machine(console=log_path(f"boot-fuzz-{tag}.log"), name="ntsync-boot-fuzz", mem=o.mem, smp=o.smp,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
-                     append=f"console=ttyS0 panic=-1 kasan.fault=report loglevel={loglevel}")
+                     append=f"console=ttyS0 panic=-1 kasan.fault=report loglevel={loglevel}{logbuf}")
     text, _ = boot(m, limit, who=f"{k.name} ({k.vmlinuz.name}), {o.smp} vCPUs, {o.mem} MiB, guest limit {limit}s")
     return judge_fuzz(text, k.name == "kcsan")
 
@@ -537,6 +542,8 @@ def main(argv):
     ap.add_argument("--linearize-only", action="store_true", help="fuzz: only the linearizability phase")
     ap.add_argument("--concurrent", type=whole, metavar="SECONDS",
                     help="fuzz: seconds of the 64-bit concurrent fuzzer instead of its 40%% of --seconds")
+    ap.add_argument("--memcg", type=whole, default=0, metavar="SECONDS",
+                    help="fuzz: then SECONDS of the concurrent fuzzer in a memory cgroup at its limit (0: not run)")
     ap.add_argument("--module-src", metavar="DIR", help="fuzz: build the module from DIR (module/, include/uapi/, "
                     "VERSION) instead of this tree")
     o = ap.parse_args(argv)
