@@ -12,10 +12,11 @@
  *     printed), never anything else;
  *   - every byte the objects cost in slab is charged to the cgroup
  *     (the charge per object against the slab caches' growth per object,
- *     both measured): on our driver, whose objects and wait queues come
- *     from accounted caches; mainline's are not, and there the test
- *     prints how much of each object escapes the limit and skips as a
- *     known difference (NTSYNC_STRICT=1 fails instead);
+ *     both measured, may differ by the slab's own UNCHARGED_MAX bytes):
+ *     on our driver, whose objects and wait queues come from accounted
+ *     caches; mainline's are not, and there the test prints how much of
+ *     each object escapes the limit and skips as a known difference
+ *     (NTSYNC_STRICT=1 fails instead);
  *   - memory.current returns to its baseline once the process is gone,
  *     and the parent (and so the guest) lives on.
  * Needs root (to make the cgroup), cgroup v2 with the memory controller;
@@ -39,6 +40,13 @@
 #define STEP 2048			/* objects between samples */
 #define WAIT_STEP 32			/* threads between samples */
 #define NOBODY 65534
+/*
+ * Slab bytes per object the cgroup may not see: the slab's own metadata
+ * (the per-object cgroup pointers of accounted caches are not charged).
+ * Seen with ours: 23-27 B per object on 6.12 and 7.3; mainline's object
+ * itself, uncharged, is 130 B.
+ */
+#define UNCHARGED_MAX 64
 
 /* Say why, then skip (cmocka's skip() takes no message). */
 #define skip_msg(...) do {						\
@@ -381,13 +389,14 @@ static void run_limited(bool waits)
 			fail_msg("the child ended without ENOMEM and without an OOM kill (status %#x)",
 				 status);
 		assert_true(after <= base + tolerance);
-		if (!waits && charge < 0.95 * slab) {
+		if (!waits && slab - charge > UNCHARGED_MAX) {
 			if (known_difference_tolerated())
 				skip_msg("known difference: %.0f of every %.0f slab bytes per object "
 					 "(%.0f %%) are not charged to the creator's cgroup: a user can "
 					 "exceed memory.max by that share (issue 29)",
 					 slab - charge, slab, 100 * (slab - charge) / slab);
-			fail_msg("only %.0f of %.0f slab bytes per object are charged", charge, slab);
+			fail_msg("only %.0f of %.0f slab bytes per object are charged (at most %d may "
+				 "not be)", charge, slab, UNCHARGED_MAX);
 		}
 	}
 }
