@@ -35,12 +35,12 @@
 #   --linearize-only  skip the fuzzers and the abuse tests (the suite, the
 #                 linearizability phase and the end checks still run)
 #   --memcg N     then N seconds of the 64-bit concurrent fuzzer inside a
-#                 cgroup v2 memory cgroup held at its limit (memory.max set to
-#                 what the warmed-up fuzzer uses, oom_score_adj -1000 so that
-#                 a failed charge is ENOMEM, not an OOM kill): the driver's
-#                 allocation failures, every ENOMEM handled (--enomem-ok),
-#                 the invariants kept, the charge back at 0 after it; default
-#                 0 (not run)
+#                 cgroup v2 memory cgroup held at its limit (memory.max lowered
+#                 from the warmed-up fuzzer's charge until charges fail;
+#                 oom_score_adj -1000, so that a failed charge is ENOMEM and
+#                 not an OOM kill): the driver's allocation failures, every
+#                 ENOMEM handled (--enomem-ok), the invariants kept, the
+#                 charge back under 1 MiB after it; default 0 (not run)
 # Ends with `N passed, N failed, N skipped`; exit 0 iff none failed.
 set -eu
 # shellcheck disable=SC3040 # busybox ash and dash >= 0.5.11 have pipefail
@@ -72,7 +72,7 @@ while [ $# -gt 0 ]; do
 	--linearize-only) lin_only=1; shift ;;
 	--concurrent) concurrent=${2:?--concurrent needs a number}; shift 2 ;;
 	--memcg) memcg=${2:?--memcg needs a number}; shift 2 ;;
-	-h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "guest-abuse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -219,16 +219,32 @@ memcg_phase() { # seconds
 		sh "$cg" "$fuzz" --concurrent --enomem-ok --seconds $(($1 + 5)) --threads 3 --procs 2 $seedarg >"$out" 2>&1 &
 	pid=$!
 	sleep 5	# warm-up: every thread, object and page the fuzzer keeps is there
-	cur=$(cat "$cg/memory.current")
-	echo "$cur" >"$cg/memory.max"
-	echo "guest-abuse: memcg: memory.max set to memory.current after the warm-up, $((cur / 1024)) KiB"
+	# memory.current includes the per-CPU charge stock (up to 64 pages a
+	# CPU), so a limit at memory.current does not bite: lower it 32 KiB a
+	# second until charges fail (the cgroup's "oom" event: the OOM killer
+	# was asked and found no victim), then hold it there.
+	max=$(cat "$cg/memory.current")
+	echo "guest-abuse: memcg: after the warm-up memory.current is $((max / 1024)) KiB"
+	floor=$((max / 4))
+	t=0
+	while kill -0 "$pid" 2>/dev/null && [ "$t" -lt "$1" ]; do
+		ooms=$(sed -n 's/^oom //p' "$cg/memory.events")
+		if [ "${ooms:-0}" = 0 ] && [ "$max" -gt "$floor" ]; then
+			max=$((max - 32768))
+			echo "$max" >"$cg/memory.max"
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	echo "guest-abuse: memcg: memory.max held at $((max / 1024)) KiB (lowered from the warm-up's charge until charges failed)"
 	rc=0
 	wait "$pid" || rc=$?
 	cat "$out"
 	hits=$(sed -n 's/^max //p' "$cg/memory.events")
+	ooms=$(sed -n 's/^oom //p' "$cg/memory.events")
 	kills=$(sed -n 's/^oom_kill //p' "$cg/memory.events")
 	enomem=$(sed -n 's/^enomem: \([0-9]*\).*/\1/p' "$out")
-	echo "guest-abuse: memcg: limit reached ${hits:-?} times, ${kills:-?} OOM kills, ${enomem:-?} ENOMEM tolerated"
+	echo "guest-abuse: memcg: limit reached ${hits:-?} times, ${ooms:-?} failed charges (OOM without a victim), ${kills:-?} OOM kills, ${enomem:-?} ENOMEM tolerated by the fuzzer"
 	if [ "$rc" = 0 ] && [ "${kills:-1}" != 0 ]; then
 		echo "guest-abuse: memcg: a process was OOM-killed despite oom_score_adj -1000"
 		rc=1
