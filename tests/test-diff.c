@@ -4,9 +4,10 @@
  * and the walks of tests/differential/ run on the driver at hand, compared
  * line by line with what mainline 7.3's in-tree driver answered
  * (tests/differential/reference-7.3.txt, recorded in a trixie-backports
- * guest by `vm/ntsync-vm diff-reference`).  This is how the bookworm (6.1)
- * and trixie (6.12) guests, which have no mainline driver to run, are held
- * to mainline's errno in every case where two errors apply (issue 26).
+ * guest by tests/differential/record-reference).  This is how the
+ * bookworm (6.1) and trixie (6.12) guests, which have no mainline driver
+ * to run, are held to mainline's errno in every case where two errors
+ * apply (issue 26).
  * The live comparison of both drivers in one 7.3 boot is the test job's
  * (vm/guest/jobs/test.sh).
  */

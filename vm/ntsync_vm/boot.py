@@ -89,6 +89,8 @@ poweroff -f
 """
 
 UPSTREAM_INIT = INIT_HEAD + """mount -t tmpfs tmpfs /tmp
+# the memory cgroup cases (0005's selftest case, test-memcg) need cgroup v2
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null || true
 for v in unpatched patched; do
     insmod /ntsync-$v.ko || echo "== insmod $v failed"
     echo "== selftest-begin $v"
@@ -459,6 +461,8 @@ def job_upstream(o, work):
     bins = static.build(["amd64"]) / "amd64"
     for t in sorted(bins.glob("test-*")):
         files[f"bin/{t.name}"] = t
+    # test-diff finds its recorded reference next to itself
+    files["bin/differential-7.3.txt"] = bins / "differential-7.3.txt"
     initramfs.build(work / "initrd.gz", UPSTREAM_INIT, files)
     m = qemu.Machine(console=log_path("upstream-check.log"), name="ntsync-boot-upstream", mem=1024, smp=2,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,

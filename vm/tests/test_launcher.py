@@ -302,7 +302,8 @@ class UpstreamVerdict(unittest.TestCase):
     def test_new_cases_come_from_the_series(self):
         # every driver fix in upstream/ brings a selftest case that must fail unpatched
         self.assertEqual(boot.NEW_CASES, ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event",
-                                          "wait_all_objects_take_priority_over_alert"))
+                                          "wait_all_objects_take_priority_over_alert",
+                                          "objects_charged_to_memcg"))
 
     def test_verdicts(self):
         rc, out, _ = quiet(boot.judge_upstream, self.console())
