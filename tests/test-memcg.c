@@ -22,7 +22,6 @@
  * Needs root (to make the cgroup), cgroup v2 with the memory controller;
  * skips honestly without.  The figures it prints go to doc/results.md.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
