@@ -13,10 +13,10 @@
 # (a systemd unit resumes this script at boot).  Exit 0 passes, 77 skips a
 # skippable test, anything else fails.
 # On the serial console, for the host:
-#   ##apt## | NAME LINE     a line of the test's output (stdout and stderr)
-#   ##apt## result NAME PASS|FAIL|SKIP DETAIL
-#   ##apt## taint N         /proc/sys/kernel/tainted at the end
-#   ##apt## done            then the guest powers off
+#   ##ntsync## | NAME LINE     a line of the test's output (stdout and stderr)
+#   ##ntsync## result NAME PASS|FAIL|SKIP DETAIL
+#   ##ntsync## taint N         /proc/sys/kernel/tainted at the end
+#   ##ntsync## done            then the guest powers off
 set -uo pipefail
 
 IN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,8 +32,8 @@ exec >>"$ST/runner.log" 2>&1
 say() {
 	local c=/dev/ttyS0
 	[ -w $c ] || c=/dev/console
-	echo "##apt## $*" >$c
-	echo "##apt## $*"
+	echo "##ntsync## $*" >$c
+	echo "##ntsync## $*"
 }
 
 # needs-internet: the image configures no network; give eth0 QEMU user

@@ -1,8 +1,8 @@
-"""accel: which QEMU accelerator really runs Linux on this host, and a QEMU runner that
-falls back from KVM to TCG.
+"""accel: which QEMU accelerator really runs Linux on this host: the policy, no guest loop.
 
-Every guest of the project is started by vm/ntsync_vm/qemu.py, which asks this module, so
-there is one decision per boot of the host.
+Every guest of the project runs through run.guest(), which asks decide() here, so there is
+one decision per boot of the host. This module boots nothing itself: the probe guest is
+run.probe(), passed in to decide(). It imports qemu.py (for the binary) and nothing above it.
 
 /dev/kvm existing proves little. Seen on machines of this project's kind:
   - QEMU dies at start: "error: failed to set MSR 0x10a to 0x69" and an assertion (exit 134);
@@ -17,9 +17,8 @@ else (an exit, a KVM error on stderr, silence) means TCG, with one line saying w
 answer is remembered per boot of the host (kernel boot_id) and QEMU binary.
 
 At run time a guest started under KVM can still fail (another kernel, another CPU model):
-kvm_trouble() recognises that from QEMU's stderr and an empty console, and qemu.run() (and
-the cloud guests' watcher) then stops QEMU, remembers TCG and boots the same guest again
-under TCG with a warning.
+kvm_trouble() recognises that from QEMU's stderr and an empty console, and run.guest() then
+stops QEMU, remembers TCG and boots the same guest again under TCG with a warning.
 
 NTSYNC_ACCEL=kvm|tcg overrides all of it.
 """
@@ -28,9 +27,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
+
+from . import qemu
 
 MARKER = "ntsync-accel-probe: Linux reached userspace under KVM"
 PROBE_SECONDS = float(os.environ.get("NTSYNC_ACCEL_PROBE_SECONDS", "20"))
@@ -48,7 +48,6 @@ KVM_ERRORS = re.compile(r"KVM internal error|emulation failure|failed to set MSR
 
 
 def _qemu():
-    from . import qemu
     return qemu.binary()
 
 
@@ -158,52 +157,10 @@ def classify(console, stderr, rc, timed_out, bound):
     return False, f"no console output from a Linux kernel within {bound:g} s"
 
 
-def probe(kernel, bound=None):
-    """Boot KERNEL under KVM with the marker initramfs.  Returns (usable, why, seconds)."""
-    bound = PROBE_SECONDS if bound is None else bound
-    from . import initramfs, qemu
-    busybox, why = initramfs.static_busybox()
-    if not busybox:
-        return None, why, 0.0
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ntsync-accel-") as tmp:
-        tmp = Path(tmp)
-        initrd = tmp / "probe.cpio.gz"
-        make_probe_initramfs(initrd, busybox)
-        console, err = tmp / "console", tmp / "stderr"
-        m = qemu.Machine(console=console, name="ntsync-accel-probe", mem=256, smp=1, kernel=kernel,
-                         initrd=initrd, append="console=ttyS0 panic=-1 rdinit=/init quiet", rng=False)
-        try:
-            proc = qemu.start(m, "kvm", err)
-        except OSError as e:
-            return False, f"cannot start {_qemu()}: {e}", 0.0
-        rc, timed_out = None, False
-        while True:
-            rc = proc.poll()
-            text = _read(console)
-            if MARKER in text or rc is not None:
-                break
-            if KVM_ERRORS.search(_read(err)):
-                break
-            if time.monotonic() - t0 > bound:
-                timed_out = True
-                break
-            time.sleep(0.1)
-        qemu.stop(proc)
-        usable, why = classify(_read(console), _read(err), rc, timed_out, bound)
-    return usable, why, time.monotonic() - t0
-
-
-def _read(path):
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def decide(kernels=(), say=None):
-    """Returns (accel, why): "kvm" or "tcg" and the reason, in one line.  SAY(line) gets the
-    probe's verdict when a probe ran (the caller's log)."""
+def decide(kernels=(), say=None, probe=None):
+    """Returns (accel, why): "kvm" or "tcg" and the reason, in one line.  PROBE(kernel) boots
+    the probe guest (run.probe) when nothing is remembered.  SAY(line) gets the probe's
+    verdict when a probe ran (the caller's log)."""
     forced = os.environ.get("NTSYNC_ACCEL")
     if forced:
         if forced not in ("kvm", "tcg"):
@@ -222,6 +179,8 @@ def decide(kernels=(), say=None):
     if not cands:
         # Not remembered: the next call, with a guest kernel cached, probes for real.
         return "tcg", "no Linux kernel cached to probe KVM with yet"
+    if probe is None:
+        return "tcg", "no KVM probe was offered (a caller outside run.guest)"
     usable, why, secs = probe(cands[0])
     if usable is None:
         return "tcg", why

@@ -5,7 +5,8 @@ tests/build-static, an /init), the console judged on the host.
 KERNEL is a suite of the suite table (its cloud kernel, from the suite's kernel root) or, for
 the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`).
 
-  smoke     insmod, ntsync-smoke, rmmod (--in-tree: the kernel's own driver). Default trixie.
+  smoke     insmod, ntsync-smoke, rmmod (--in-tree: the kernel's own driver). Default trixie
+            (suites.DEFAULT).
   bench     ntsync-bench with the kernel's driver, then ours, same boot, one vCPU under
             -icount; the comparison runs in the guest. Default trixie-backports.
   fuzz      tests/fuzz/guest-abuse.sh: the fuzzers, the abuse tests, the linearizability
@@ -24,89 +25,25 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from . import console, gates, initramfs, lock, qemu, roots, static, suites
-from .util import MIRROR, REPO, Failure, Usage, cache, ensure_host_tools, require_root, say, warn
+from . import console, gates, initramfs, qemu, roots, run, static, suites
+from .util import MIRROR, REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, require_root, say
 
 JOBS = ("smoke", "fuzz", "bench", "upstream")
-DEFAULT_KERNEL = {"smoke": "trixie", "fuzz": "debug", "bench": "trixie-backports", "upstream": "trixie-backports"}
+# (upstream: the mainline source it patches is linux-source-7.3, trixie-backports' kernel)
+DEFAULT_KERNEL = {"smoke": suites.DEFAULT, "fuzz": "debug", "bench": suites.BENCH_DEFAULT,
+                  "upstream": "trixie-backports"}
 DEBUG_FLAVOURS = ("debug", "kcsan")
 DEBUG_TREE = "/build/linux-source-6.12"
 
-INIT_HEAD = """#!/bin/sh
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-"""
+INIT_DIR = VM_DIR / "guest" / "init"
 
-SMOKE_INIT = INIT_HEAD + """echo "== insmod"
-insmod /ntsync.ko && echo "== dev $(ls -l /dev/ntsync)"
-echo "== version $(cat /sys/module/ntsync/version 2>/dev/null || echo in-tree)"
-echo "== smoke"
-ntsync-smoke
-echo "== smoke-exit $?"
-rmmod ntsync && echo "== rmmod ok"
-echo "== taint $(cat /proc/sys/kernel/tainted)"
-echo "== end"
-poweroff -f
-"""
 
-BENCH_INIT = INIT_HEAD + """mount -t tmpfs tmpfs /tmp
-# Measure inside a child memory cgroup, as a desktop session runs, so that
-# memcg-charged allocations cost what they cost there.
-mount -t cgroup2 none /sys/fs/cgroup
-echo +memory >/sys/fs/cgroup/cgroup.subtree_control
-mkdir /sys/fs/cgroup/bench
-echo $$ >/sys/fs/cgroup/bench/cgroup.procs
-echo "== cgroup $(cat /proc/self/cgroup)"
-for d in intree ntsync; do
-    insmod /$d.ko || echo "== insmod $d failed"
-    echo "== clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
-    eval "ntsync-bench --label $d --json=/tmp/$d.json $(cat /bench-args)" >/dev/null
-    echo "== json-begin $d"
-    cat /tmp/$d.json
-    echo "== json-end $d"
-    rmmod ntsync && echo "== rmmod ok"
-done
-echo "== compare-begin"
-ntsync-bench --compare /tmp/intree.json /tmp/ntsync.json
-echo "== compare-exit $?"
-echo "== taint $(cat /proc/sys/kernel/tainted)"
-echo "== smoke-exit 0"
-poweroff -f
-"""
-
-FUZZ_INIT = INIT_HEAD + """mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-echo "== insmod"
-insmod /ntsync.ko || echo "== insmod failed"
-echo "== guest-abuse"
-/bin/guest-abuse.sh --bindir /amd64 --bindir32 /i386 --gates /amd64/kernel-log-gates {args}
-echo "== guest-abuse-exit $?"
-poweroff -f
-"""
-
-UPSTREAM_INIT = INIT_HEAD + """mount -t tmpfs tmpfs /tmp
-# the memory cgroup cases (0005's selftest case, test-memcg) need cgroup v2
-mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null || true
-for v in unpatched patched; do
-    insmod /ntsync-$v.ko || echo "== insmod $v failed"
-    echo "== selftest-begin $v"
-    ntsync-selftest
-    echo "== selftest-end $v"
-    for t in /bin/test-*; do
-        echo "== suite-group $v ${t##*/}"
-        NTSYNC_STRICT=1 $t
-        echo "== suite-exit $v ${t##*/} $?"
-    done
-    rmmod ntsync && echo "== rmmod $v ok"
-done
-echo "== taint $(cat /proc/sys/kernel/tainted)"
-echo "== end"
-poweroff -f
-"""
+def init_files(job, files):
+    """The /init of JOB (vm/guest/init/JOB.sh) and FILES with the library every /init sources."""
+    files["lib/init.sh"] = INIT_DIR / "lib.sh"
+    return (INIT_DIR / f"{job}.sh").read_text(), files
 
 
 class Kernel:
@@ -158,27 +95,13 @@ class Kernel:
 
 
 def boot(machine, timeout, tcg_only=False, who=""):
-    """Run MACHINE under the guest lock; returns (console text, seconds). A kernel that
-    crashes while booting, before /init printed its first mark and with no ntsync module
-    loaded (console.boot_crash: QEMU's TCG text-patching fault), is booted once more, as the
-    cloud guests are; the crashed console is kept beside the new one (.crash)."""
-    for attempt in (1, 2):
-        with lock.guest():
-            say(f"booting {who}; console log {machine.console}")
-            t = time.monotonic()
-            rc = qemu.run(machine, timeout, tcg_only=tcg_only)
-            secs = time.monotonic() - t
-        stopped = f" and was stopped after its time-out ({timeout:.0f} s)" if rc == 124 else ""
-        say(f"guest ran {secs:.0f} s{stopped}")
-        text = Path(machine.console).read_text(errors="replace")
-        if attempt == 1 and console.boot_crash(machine.console) and not console.boot_marks(text):
-            crash = Path(str(machine.console) + ".crash")
-            shutil.copy2(machine.console, crash)
-            warn(f"the guest's kernel crashed while booting, before the job began and with no ntsync "
-                 f"module loaded (QEMU's TCG text-patching fault, see boot_crash() in "
-                 f"vm/ntsync_vm/console.py; console kept as {crash}): booting it once more")
-            continue
-        return text, secs
+    """Run MACHINE through the guest loop (run.guest: the lock, KVM or TCG, a second boot
+    after a crash before /init's first marker); returns (console text, seconds)."""
+    say(f"booting {who}; console log {machine.console}")
+    r = run.guest(machine, run.Watch(timeout), tcg_only=tcg_only, stderr_to_console=True)
+    stopped = f" and was stopped after its time-out ({timeout:.0f} s)" if r.stalled else ""
+    say(f"guest ran {r.seconds:.0f} s{stopped}")
+    return r.text(), r.seconds
 
 
 def log_path(name):
@@ -229,7 +152,7 @@ def job_smoke(o, work):
         k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
     files["ntsync.ko"] = work / "ntsync.ko"
     files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
-    initramfs.build(work / "initrd.gz", BENCH_INIT if o.bench else SMOKE_INIT, files)
+    initramfs.build(work / "initrd.gz", *init_files("bench" if o.bench else "smoke", files))
     name = "bench" if o.bench else "smoke"
     m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), name=f"ntsync-boot-{name}", mem=1024,
                      smp=1 if o.bench else 2, cpu="qemu64" if o.bench else None, icount=o.bench,
@@ -242,17 +165,17 @@ def job_smoke(o, work):
 
 def judge_smoke(text, name, bench=False, prog="boot"):
     lines = console.clean_lines(text)
-    marks = console.boot_marks(text)
+    marks = console.marks(text)
     rc = 0
     if bench:
         for d in ("intree", "ntsync"):
-            js = _between(lines, f"== json-begin {d}", f"== json-end {d}")
+            js = console.between(lines, f"json-begin {d}", f"json-end {d}")
             log_path(f"bench-{name}-{d}.json").write_text("\n".join(js) + "\n")
-        print("\n".join(_between(lines, "== compare-begin", "== compare-exit")))
+        print("\n".join(console.between(lines, "compare-begin", "compare-exit")))
         if console.mark(marks, "compare-exit") != "0":
             say(f"{prog}: ntsync-bench --compare failed in the guest")
             rc = 1
-    for line in lines:
+    for line in map(console.shown, lines):
         if re.match(r"^(== |FAIL |smoke: )", line) and not line.startswith("== json"):
             print(line)
     if console.mark(marks, "smoke-exit") != "0":
@@ -265,19 +188,6 @@ def judge_smoke(text, name, bench=False, prog="boot"):
         say(f"{prog}: kernel log shows a report (above)")
         rc = 1
     return rc
-
-
-def _between(lines, begin, end):
-    out, inside = [], False
-    for line in lines:
-        if line.startswith(begin):
-            inside = True
-            continue
-        if inside and line.startswith(end):
-            break
-        if inside:
-            out.append(line)
-    return out
 
 
 # ------------------------------------------------------------------ fuzz
@@ -307,8 +217,8 @@ def job_fuzz(o, work):
     args += f" --concurrent {o.concurrent}" if o.concurrent is not None else ""
     args += f" --memcg {o.memcg}" if o.memcg else ""
     files = {"ntsync.ko": work / "ntsync.ko", "amd64": out / "amd64", "i386": out / "i386",
-             "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh"}
-    initramfs.build(work / "initrd.gz", FUZZ_INIT.format(args=args), files)
+             "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh", "fuzz-args": args + "\n"}
+    initramfs.build(work / "initrd.gz", *init_files("fuzz", files))
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
     limit = (o.seconds + (o.concurrent or 0) + o.memcg) * 3 + cycles // 200 + o.linearize * 2 + 1800
     # KCSAN prints a report's stacks at the default level: without them the host could not
@@ -326,10 +236,10 @@ def job_fuzz(o, work):
 
 def judge_fuzz(text, kcsan=False, prog="boot"):
     lines = console.clean_lines(text)
-    for line in lines:
+    for line in map(console.shown, lines):
         if re.match(r"^(== |ok |skip |FAIL|ntsync-|guest-abuse|  |[0-9]+ passed)", line):
             print(line)
-    rc = 0 if console.mark(console.boot_marks(text), "guest-abuse-exit") == "0" else 1
+    rc = 0 if console.mark(console.marks(text), "guest-abuse-exit") == "0" else 1
     if kcsan:
         ours, via, own = gates.kcsan_reports(lines)
         for label, heads in (("ntsync", ours), ("kernel's own, reached through ntsync", via), ("kernel's own", own)):
@@ -463,7 +373,7 @@ def job_upstream(o, work):
         files[f"bin/{t.name}"] = t
     # test-diff finds its recorded reference next to itself
     files["bin/differential-7.3.txt"] = bins / "differential-7.3.txt"
-    initramfs.build(work / "initrd.gz", UPSTREAM_INIT, files)
+    initramfs.build(work / "initrd.gz", *init_files("upstream", files))
     m = qemu.Machine(console=log_path("upstream-check.log"), name="ntsync-boot-upstream", mem=1024, smp=2,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
                      append="console=ttyS0 panic=-1 oops=panic quiet")
@@ -473,19 +383,21 @@ def job_upstream(o, work):
 
 def judge_upstream(text, prog="upstream"):
     lines = console.clean_lines(text)
-    if not any(line.startswith("== end") for line in lines):
+    marks = console.marks(text)
+    if not any(k == "end" for k, _ in marks):
         raise Usage(f"the guest did not finish; see {log_path('upstream-check.log')}")
     rc = 0
     for v in ("unpatched", "patched"):
-        self_lines = _between(lines, f"== selftest-begin {v}", f"== selftest-end {v}")
+        self_lines = console.between(lines, f"selftest-begin {v}", f"selftest-end {v}")
         s_ok = sum(1 for x in self_lines if x.startswith("ok "))
         s_fail = sum(1 for x in self_lines if x.startswith("not ok "))
         failed = [m.group(1) for x in self_lines for m in [re.match(r"^not ok \d+ [^.]*\.([a-z_0-9]*)", x)] if m]
         suite_lines, inside = [], False
         for x in lines:
-            if x.startswith(f"== suite-group {v} "):
+            mk = console.parse_mark(x)
+            if mk and mk[0] == "suite-group" and mk[1].startswith(f"{v} "):
                 inside = True
-            elif x.startswith(f"== suite-exit {v} "):
+            elif mk and mk[0] == "suite-exit" and mk[1].startswith(f"{v} "):
                 inside = False
             elif inside:
                 suite_lines.append(x)
@@ -505,10 +417,10 @@ def judge_upstream(text, prog="upstream"):
                 if c not in failed:
                     say(f"{prog}: new case {c} passed on the unpatched driver")
                     rc = 1
-        if not any(x == f"== rmmod {v} ok" for x in lines):
+        if (("rmmod", f"{v} ok")) not in marks:
             say(f"{prog}: rmmod of the {v} driver failed")
             rc = 1
-    rc |= judge_taint(console.boot_marks(text), prog)
+    rc |= judge_taint(marks, prog)
     if kernel_log_problems(lines):
         say(f"{prog}: kernel log shows a report (above)")
         rc = 1

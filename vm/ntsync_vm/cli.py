@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from . import accel as accel_mod
-from . import qemu
+from . import lock, qemu, run, suites
 from .util import Failure
 
-SUBCOMMANDS = """more subcommands (each has --help):
+SUBCOMMANDS = f"""more subcommands (each has --help):
   kbuild [--sparse] [SUITE...]   module/ built with W=1 against each suite's kernel headers, one table
   kroot SUITE                    print the path of SUITE's kernel root (built when missing)
   in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
@@ -17,7 +17,8 @@ SUBCOMMANDS = """more subcommands (each has --help):
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
   qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
-suites: bookworm (6.1), trixie (6.12), sid (7.2), trixie-backports (7.3; old name trixie-7x)
+  suites [--job JOB] [--image]   the suite table's names (JOB: what ./check runs on them)
+suites: {suites.describe()}
 """
 
 
@@ -37,9 +38,11 @@ def qemu_main(argv):
     kernel = qargs[qargs.index("-kernel") + 1] if "-kernel" in qargs else None
     m = qemu.Machine(console=Path(o.console), name="ntsync-qemu", machine=None, rng=False, kernel=None,
                      extra=qargs, smp=1, mem=256)
-    # timeout(1) or a caller's kill: stop QEMU on the way out (qemu.run()'s finally).
+    # timeout(1) or a caller's kill: stop QEMU on the way out (the guest loop's finally).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    return qemu.run(m, o.timeout, tcg_only=o.tcg_only, kernels=[kernel] if kernel else [])
+    r = run.guest(m, run.Watch(o.timeout), tcg_only=o.tcg_only, kernels=[kernel] if kernel else [],
+                  stderr_to_console=True, retry_crash=False)
+    return 124 if r.stalled else r.rc
 
 
 def accel_main(argv):
@@ -48,7 +51,9 @@ def accel_main(argv):
     ap.add_argument("--why", action="store_true", help="also print the reason on stderr")
     ap.add_argument("--kernel", action="append", default=[], help="probe with this kernel first")
     o = ap.parse_args(argv)
-    accel, why = accel_mod.decide(o.kernel, say=lambda m: print(f"ntsync-vm: {m}", file=sys.stderr))
+    with lock.guest():  # the probe is a guest
+        accel, why = accel_mod.decide(o.kernel, say=lambda m: print(f"ntsync-vm: {m}", file=sys.stderr),
+                                      probe=run.probe)
     print(accel)
     if o.why:
         print(f"ntsync-vm accel: {accel} ({why})", file=sys.stderr)
@@ -66,6 +71,8 @@ def main(argv):
             return accel_main(argv[1:])
         if sub == "qemu":
             return qemu_main(argv[1:])
+        if sub == "suites":
+            return suites.main(argv[1:])
         if sub == "kbuild":
             from . import kbuild
             return kbuild.main(argv[1:])

@@ -12,12 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import accel as accel_mod
 from . import artifacts, gates, lock, qemu, static, suites
-from .console import SUMMARY, BootCrash, KvmTrouble, boot_crash, tail, timeout_for, watch_guest
+from . import run as run_mod
+from .console import STAGE_TIMEOUTS, SUMMARY, TESTLINE, boot_crash, tail, timeout_for
 from .image import find_image
 from .util import REPO, Failure, cache, die, elapsed, ensure_host_tools, fmt_secs, log, repo_version, \
-    run, source_files, tree_hash, warn
+    run, source_files, tree_hash
 
 
 def build_debs():
@@ -71,15 +71,6 @@ def build_i386_suite():
         raise Failure(f"{e}\n(ntsync-vm test --no-i386 runs the 64-bit suite alone)")
     log(f"i386 suite: {d}")
     return d
-
-
-def decide_accel(image=None):
-    """The accelerator of this host's guests (accel.py: a real kernel is booted under
-    KVM once per boot of the host; the image's own kernel first)."""
-    try:
-        return accel_mod.decide([image["kernel"]] if image else [], say=log)
-    except ValueError as e:
-        die(str(e))
 
 
 def gate_kernel_log(results, console, secure_boot=None):
@@ -160,48 +151,88 @@ def judge_secure_boot(results, mode):
 KERNEL_CMDLINE = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
 
 
+class StageWatch(run_mod.Watch):
+    """The cloud guest's Watch: guest.sh's stages (`##ntsync## stage NAME`), each within its
+    time-out (console.STAGE_TIMEOUTS; the job's own), `info` lines logged, `done rc=N`; the
+    job's PASS/FAIL/SKIP lines counted as they come, its output echoed (ntsync-vm demo)."""
+
+    LABELS = {"install": "installing packages", "driver": "loading the driver", "job": "running the job",
+              "unload": "modprobe -r ntsync", "collect": "collecting results"}
+
+    def __init__(self, stages, echo_job, job_timeout):
+        super().__init__()
+        self.stages, self.echo_job, self.job_timeout = stages, echo_job, job_timeout
+        self.begin(time.monotonic())
+
+    def begin(self, t0):
+        self.t0 = t0
+        self.stage, self.since, self.times, self.done = "boot", t0, {}, None
+        self.echoing = False
+        self.counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+        self.last_progress = t0
+
+    def line(self, line, mark, now):
+        if not mark:
+            if self.echoing and not line.startswith("["):
+                print("    " + line, flush=True)
+            elif self.stage == "job":
+                t = TESTLINE.match(line)
+                if t:
+                    self.counts[t.group(1)] += 1
+                    if t.group(1) == "FAIL":
+                        log(f"  {line.strip()}")
+                    if now - self.last_progress > 15:
+                        self.last_progress = now
+                        # (not in the "N passed, N failed" form: that is the final line's)
+                        c = self.counts
+                        log(f"  tests so far: PASS {c['PASS']}, FAIL {c['FAIL']}, SKIP {c['SKIP']}")
+            return None
+        kind, rest = mark
+        if kind == "stage":
+            name = rest.split()[0] if rest else "?"
+            self.times[self.stage] = now - self.since
+            if self.stage == "boot":
+                self.times["boot_to_job"] = now - self.t0
+                log(f"guest up after {fmt_secs(now - self.t0)} ({rest})")
+            if name == "job":
+                self.times["boot_to_first_test"] = now - self.t0
+            self.stage, self.since = ("boot-script" if name == "start" else name), now
+            self.echoing = self.echo_job and name == "job"
+            if name in self.LABELS:
+                log(self.LABELS[name])
+        elif kind == "info":
+            log(rest)
+        elif kind == "done":
+            self.times[self.stage] = now - self.since
+            self.done = rest
+            self.stage, self.since = "poweroff", now
+            self.echoing = False
+        return None
+
+    def deadline(self, now):
+        st = self.stage
+        limit = (self.job_timeout if st == "job" else
+                 timeout_for(self.stages.get(st, st)) if st in STAGE_TIMEOUTS or st in self.stages else
+                 timeout_for("collect"))
+        return self.since, limit, f"stage '{st}'"
+
+    def finish(self):
+        self.times.setdefault(self.stage, time.monotonic() - self.since)
+        return self.times, self.stage, self.done
+
+
 def run_guest(job, suite, opts, debs, image=None, echo_job=False):
-    """One guest run. Returns a dict with result, summary, timings, paths.
-    Guests of all ntsync-vm users on this machine run one at a time (2 shared cores under TCG);
-    NTSYNC_VM_PARALLEL=1 skips the queue. A guest whose kernel crashes while booting, before
-    any of our code is there, boots once more (said on the console, never silently)."""
+    """One guest run, through run.guest() (the guest lock, KVM or TCG with the fallback, a
+    second boot after a crash before the job). Returns a dict with result, summary, timings,
+    paths."""
     ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds", "busybox"])
-    accel, why = decide_accel(None if getattr(opts, "image", None) else image)
-    with lock.guest(skip=job == "shell"):
-        try:
-            return _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
-        except BootCrash as e:
-            warn(f"{str(e).splitlines()[0]}")
-            warn("booting a fresh guest once more (a TCG text-patching fault, see boot_crash() in "
-                 "vm/ntsync_vm/console.py); a second crash fails the run")
-            accel, why = decide_accel(None if getattr(opts, "image", None) else image)
-            res = _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why)
-            res["notes"].append(f"the first boot crashed before the job: {e.console}")
-            return res
-
-
-def _run_guest_kvm_or_tcg(job, suite, opts, debs, image, echo_job, accel, why):
-    try:
-        return _run_guest(job, suite, opts, debs, image, echo_job, accel, why)
-    except KvmTrouble as e:
-        if os.environ.get("NTSYNC_ACCEL") == "kvm":
-            raise Failure(f"KVM could not run this guest ({e}); NTSYNC_ACCEL=kvm is set, so no fallback "
-                          "to TCG: unset it (or set NTSYNC_ACCEL=tcg)") from None
-        warn(f"KVM could not run this guest ({e}); stopped it and booting it again under TCG. "
-             f"TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
-        accel_mod.remember("tcg", f"a guest failed under KVM: {e}")
-        return _run_guest(job, suite, opts, debs, image, echo_job, "tcg", f"KVM failed this guest: {e}")
-
-
-def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     t_start = time.monotonic()
     spec = suites.SUITES.get(suite)
     user_image = getattr(opts, "image", None)
     driver = opts.driver
     if driver == "in-tree" and user_image is None and not spec["in_tree"]:
-        die(f"--driver in-tree needs a kernel with the in-tree driver; use --suite trixie-backports "
+        die(f"--driver in-tree needs a kernel with the in-tree driver; use --suite {suites.BENCH_DEFAULT} "
             f"(suite {suite} has kernel {spec['kernel']})")
-    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds"])
     runs = cache() / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-") + f"{job}-{suite}-", dir=runs))
@@ -222,31 +253,39 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
         extra["i386"] = opts.i386_dir
     inp = artifacts.make_input(run_dir, job, env, debs, share=share, extra=extra)
     out_img = run_dir / "out.img"
-    with open(out_img, "wb") as f:
-        f.truncate(1024 * 1024 * int(os.environ.get("NTSYNC_OUT_MIB", "512")))
     overlay = run_dir / "disk.qcow2"
     machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
                            smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
-                           icount=job == "bench" and accel == "tcg" and not opts.no_icount)
+                           icount=job == "bench" and not opts.no_icount)  # (TCG only: qemu.argv)
     sb = getattr(opts, "secure_boot", None)
     if sb:
         # A UEFI PC with Secure Boot: the image's own shim, GRUB and kernel boot from its
         # disk; the variable store is the run's copy (with DKMS's key in MokList or not).
-        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image["disk"]), "-F", "qcow2", str(overlay)])
-        fw_vars = run_dir / "efi-vars.fd"
-        shutil.copy2(image["vars_mok" if sb == "enrolled" else "vars"], fw_vars)
-        machine.firmware = qemu.Firmware(str(image["code"]), str(fw_vars))
+        base, fmt, size = Path(image["disk"]), "qcow2", None
         kernel_desc = f"{image['info']['kernel_release']}, Secure Boot, DKMS key {sb}"
     elif user_image:
         base = Path(user_image).resolve()
-        fmt = "qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"
-        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(overlay), "16G"])
+        fmt, size = ("qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"), "16G"
         kernel_desc = "its own bootloader and kernel"
     else:
-        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image["disk"]), "-F", "qcow2", str(overlay)])
+        base, fmt, size = Path(image["disk"]), "qcow2", None
         machine.kernel, machine.initrd = str(image["kernel"]), str(image["initrd"])
         machine.append = (KERNEL_CMDLINE + " " + opts.append).strip()
         kernel_desc = image["info"]["kernel_release"]
+
+    def fresh_disks():
+        """Before every boot (a second one too): a new overlay, an empty result disk and,
+        under Secure Boot, the run's copy of the variable store."""
+        overlay.unlink(missing_ok=True)
+        run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(overlay)]
+            + ([size] if size else []))
+        with open(out_img, "wb") as f:
+            f.truncate(1024 * 1024 * int(os.environ.get("NTSYNC_OUT_MIB", "512")))
+        if sb:
+            fw_vars = run_dir / "efi-vars.fd"
+            shutil.copy2(image["vars_mok" if sb == "enrolled" else "vars"], fw_vars)
+            machine.firmware = qemu.Firmware(str(image["code"]), str(fw_vars))
+
     machine.drives = [
         # bootindex 1: with -kernel QEMU's linuxboot option ROM holds 0.
         qemu.Drive(str(overlay), "qcow2", bootindex=1, opts="discard=unmap,cache=unsafe"),
@@ -254,39 +293,35 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
         qemu.Drive(str(inp), "raw", serial="ntsync-in", readonly=True),
         qemu.Drive(str(out_img), "raw", serial="ntsync-out"),
     ]
-    smp, icount, interactive = machine.smp, machine.icount, machine.interactive
+    smp, interactive = machine.smp, machine.interactive
     what = (f"{job} on {suite if not user_image else user_image} ({kernel_desc}), driver {driver}, "
-            f"{accel.upper()}{' icount' if icount else ''}, {smp} vCPU, {opts.mem} MiB"
-            f"{', user network' if net else ''}; {accel.upper()}: {why}")
+            f"{smp} vCPU, {opts.mem} MiB{', user network' if net else ''}")
     log(f"booting: {what}")
     log(f"console log: {console}")
     stages = {"install": "install-net" if net else "install"}
     job_timeout = timeout_for("job", opts.timeout or (3600 if job == "bench" else None))
-    if interactive:
-        job_timeout = 10 ** 9
-        qemu.start(machine, accel, record=run_dir / "qemu.cmd").wait()
-        times, last_stage, done = {}, "shell", None
-    else:
-        proc = qemu.start(machine, accel, run_dir / "qemu.stderr", record=run_dir / "qemu.cmd")
-        try:
-            times, last_stage, done = watch_guest(proc, console, stages, echo_job, job_timeout, t_start,
-                                                  accel, run_dir / "qemu.stderr")
-        except BaseException:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            raise
+    watch = StageWatch(stages, echo_job, job_timeout)
+    r = run_mod.guest(machine, watch, kernels=[] if user_image or sb else [image["kernel"]],
+                      record=run_dir / "qemu.cmd", before_boot=fresh_disks)
+    (run_dir / "qemu.stderr").write_text(r.stderr)
+    if r.accel == "tcg" and machine.icount:
+        log("the guest ran under TCG with -icount (guest time counts guest instructions)")
+    if r.stalled:
+        raise Failure(r.stall_message())
+    times, last_stage, done = ({}, "shell", None) if interactive else watch.finish()
     total = time.monotonic() - t_start
     results = run_dir / "out"
     got = artifacts.read_results(out_img, results)
     overlay.unlink(missing_ok=True)
     res = {"job": job, "suite": suite, "driver": driver, "run_dir": str(run_dir), "console": str(console),
-           "times": times, "total": total, "kernel": kernel_desc, "secure_boot": sb}
+           "times": times, "total": total, "kernel": kernel_desc, "secure_boot": sb, "accel": r.accel,
+           "notes": []}
     if done is None and not interactive and not (results / "job.rc").exists():
-        err = (run_dir / "qemu.stderr").read_text(errors="replace").strip()
+        err = r.stderr.strip()
         if last_stage == "boot" and boot_crash(console):
-            raise BootCrash(f"the guest's kernel crashed while booting, before the job began and with no "
-                            f"ntsync module loaded. Console log {console}, its tail:\n{tail(console)}", console)
+            twice = ", twice," if r.crashed else ""
+            raise Failure(f"the guest's kernel crashed while booting{twice} before the job began and with "
+                          f"no ntsync module loaded. Console log {console}, its tail:\n{tail(console)}")
         raise Failure(f"the guest stopped during stage '{last_stage}' without finishing"
                       f"{' (QEMU: ' + err.splitlines()[-1] + ')' if err else ''}. Console log {console}, "
                       f"its tail:\n{tail(console)}")
@@ -298,7 +333,8 @@ def _run_guest(job, suite, opts, debs, image, echo_job, accel, why):
     if (results / "failure").exists():
         res["failure"] = (results / "failure").read_text().strip()
     problems, notes = gate_kernel_log(results, console, getattr(opts, "secure_boot", None))
-    res["problems"], res["notes"] = problems, notes
+    res["problems"] = problems
+    res["notes"] = notes + [f"the first boot crashed before the job: {c}" for c in r.crashed]
     joblog = results / "job.log"
     res["summary"] = None
     if joblog.exists():
@@ -389,7 +425,7 @@ def job_single(opts):
     suite = opts.suite
     if opts.driver == "in-tree" and not opts.image and not suites.SUITES[suite]["in_tree"]:
         die(f"--driver in-tree: suite {suite} (kernel {suites.SUITES[suite]['kernel']}) has no in-tree ntsync; "
-            "use --suite trixie-backports")
+            f"use --suite {' or '.join(suites.in_tree_names())}")
     image, debs, image_seconds = prepare(opts, suite)
     if opts.job in ("test", "demo", "bench") and debs is None:
         die(f"job {opts.job} needs our packages: drop --no-debs")
@@ -490,7 +526,7 @@ def differential(res):
 
 def job_matrix(opts):
     rows = []
-    plan = [(s, "ours") for s in ("bookworm", "trixie", "trixie-backports")] + [("trixie-backports", "in-tree")]
+    plan = suites.matrix_plan()
     if opts.suites:
         wanted = [suites.resolve(x, image_only=True) for x in opts.suites.split(",")]
         plan = [p for p in plan if p[0] in wanted]
@@ -549,10 +585,10 @@ def main(argv, epilog_more=""):
         epilog="""jobs:
   demo      fresh guest, packages installed with apt, /dev/ntsync shown working, quick benchmark
   test      the installed conformance suite (ntsync-run-tests); prints 'N passed, N failed, N skipped'
-  bench     ntsync-bench in a 1-vCPU icount guest; on trixie-backports the in-tree driver vs ours, with ratios
+  bench     ntsync-bench in a 1-vCPU icount guest; on a kernel with the in-tree driver, it vs ours, with ratios
   exec      run a command in a guest:  ntsync-vm exec [--share DIR] -- CMD ARGS...
   shell     interactive root shell on the guest's serial console
-  matrix    test on every suite (and trixie-backports with both drivers), one table
+  matrix    test on every suite with an image (with both drivers where the kernel has one), one table
   secure-boot  both Secure Boot cases of --suite in a UEFI Secure Boot guest (OVMF, signed shim):
             DKMS's key not enrolled (module refused, the fix explained), then enrolled (the suite)
   image     just build (or refresh) the image of --suite
@@ -565,10 +601,10 @@ environment: NTSYNC_CACHE (default /var/cache/ntsync), NTSYNC_ACCEL=tcg|kvm, NTS
 NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).""")
     ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image", "secure-boot"])
     ap.add_argument("--suite", default=None,
-                    help="bookworm (6.1), trixie (6.12, default), trixie-backports (7.3; default for bench; "
-                    "trixie-7x is its old name)")
+                    help=f"{suites.describe(image_only=True)}; default {suites.DEFAULT}, for bench "
+                    f"{suites.BENCH_DEFAULT}")
     ap.add_argument("--driver", choices=["ours", "in-tree"], default="ours",
-                    help="in-tree: use the kernel's own ntsync (trixie-backports or --image only)")
+                    help=f"in-tree: use the kernel's own ntsync ({', '.join(suites.in_tree_names())} or --image only)")
     ap.add_argument("--image", metavar="FILE", help="boot this Debian genericcloud qcow2 instead of our image "
                     "(the guest then gets a network to install headers and a compiler)")
     ap.add_argument("--kernel-debs", metavar="DIR", help="install these kernel .debs into the image and boot them")
@@ -589,7 +625,7 @@ NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
     ap.add_argument("--seeds", type=int, default=None,
                     help="test, matrix: walks of the differential test against the in-tree driver "
-                         "(trixie-backports; default 1000)")
+                         f"({', '.join(suites.in_tree_names())}; default 1000)")
     ap.add_argument("--secure-boot", choices=["enrolled", "not-enrolled"], default=None,
                     help="boot the suite's Secure Boot image through UEFI firmware with Secure Boot on, "
                     "DKMS's signing key enrolled in MokList or not (demo, test, exec, shell, image)")
@@ -598,7 +634,7 @@ NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).
     opts.cmd = cmd_args
     opts.cmd_string = shlex.join(cmd_args) if len(cmd_args) != 1 else cmd_args[0]
     if opts.suite is None:
-        opts.suite = "trixie-backports" if opts.job == "bench" else suites.DEFAULT
+        opts.suite = suites.BENCH_DEFAULT if opts.job == "bench" else suites.DEFAULT
     opts.suite = suites.resolve(opts.suite, image_only=True)
     if opts.job == "exec" and not cmd_args:
         die("exec needs a command: ntsync-vm exec [--share DIR] -- CMD ARGS...")

@@ -15,7 +15,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from . import gates, lock, qemu, suites
+from . import console, gates, qemu, suites
+from . import run as run_mod
 from .artifacts import make_seed
 from .cloud import KERNEL_CMDLINE, build_debs
 from .image import find_image
@@ -24,7 +25,6 @@ from .util import REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, requir
 
 SUPPORTED = {"allow-stderr", "breaks-testbed", "isolation-machine", "isolation-container", "needs-reboot",
              "needs-root", "needs-internet", "skippable", "rw-build-tree", "superficial"}
-APT = re.compile(r"##apt## (.*)")
 KERNEL_LINE = re.compile(r"\[\s*\d+\.\d+\]")
 
 
@@ -110,11 +110,8 @@ def judge(text, tests):
     fails_of = {}
     results = {}
     taint, done = None, False
-    for raw in text.replace("\r", "").split("\n"):
-        m = APT.search(raw)
-        if not m:
-            continue
-        msg = m.group(1)
+    for key, rest in console.marks(text):
+        msg = f"{key} {rest}".rstrip()
         if msg.startswith("| "):
             name, _, line = msg[2:].partition(" ")
             out.append(f"  {name}: {line}")
@@ -165,7 +162,8 @@ def judge(text, tests):
 def main(argv):
     ap = argparse.ArgumentParser(prog="ntsync-vm lifecycle", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--suite", default="trixie", help="bookworm, trixie (default) or trixie-backports")
+    ap.add_argument("--suite", default=suites.DEFAULT,
+                    help=f"{suites.describe(image_only=True)} (default {suites.DEFAULT})")
     ap.add_argument("--debs", metavar="DIR", help="the packages under test (default: built from this tree)")
     ap.add_argument("--old", metavar="DIR", help="the previous version's packages (default: built, --old-version)")
     ap.add_argument("--old-version", default="0.9.0", help="version of the previous packages (0.9.0); "
@@ -216,10 +214,8 @@ def main(argv):
                              qemu.Drive(str(work / "in.tar"), serial="apt-in", readonly=True)])
     say(f"{len(tests)} test(s) ({', '.join(n for n, _ in tests)}) on {suite} ({info.get('kernel_release')}), "
         f"{len(new)} debs" + (f", upgrading from {len(old)} older debs" if old else "") + f"; console {console}")
-    with lock.guest():
-        t = time.monotonic()
-        rc = qemu.run(m, o.timeout * 60)
-        say(f"guest ran {time.monotonic() - t:.0f} s" + (" and hit its time-out" if rc == 124 else ""))
+    r = run_mod.guest(m, run_mod.Watch(o.timeout * 60), kernels=[paths["kernel"]])
+    say(f"guest ran {r.seconds:.0f} s" + (" and hit its time-out" if r.stalled else ""))
     overlay.unlink(missing_ok=True)
     lines, passed, failed, skipped = judge(console.read_text(errors="replace"), tests)
     print("\n".join(lines))

@@ -7,12 +7,16 @@ shared by every job of every ntsync-vm on it. NTSYNC_VM_PARALLEL=1 skips it.
 import fcntl
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 from .util import cache, fmt_secs, say
 
 WAITED = [0.0]  # seconds spent queued for the guest lock in this process
+# (path, thread): depth. A thread that holds a lock takes it again at once: the KVM probe is a
+# guest booted while the guest that asked for it holds the lock.
+_HELD = {}
 
 
 class Locked:
@@ -25,6 +29,12 @@ class Locked:
     def __enter__(self):
         if self.skip:
             return self
+        key = (str(self.path), threading.get_ident())
+        if _HELD.get(key):
+            _HELD[key] += 1
+            self.nested = True
+            return self
+        self.nested = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.f = open(self.path, "a+")
         try:
@@ -41,9 +51,15 @@ class Locked:
         self.f.truncate()
         self.f.write(f"pid {os.getpid()}: ntsync-vm {' '.join(sys.argv[1:])}\n")
         self.f.flush()
+        _HELD[key] = 1
         return self
 
     def __exit__(self, *exc):
+        if self.skip:
+            return
+        _HELD[(str(self.path), threading.get_ident())] -= 1
+        if self.nested:
+            return
         if self.f:
             self.f.truncate(0)
             fcntl.flock(self.f, fcntl.LOCK_UN)

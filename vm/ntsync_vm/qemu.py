@@ -1,19 +1,15 @@
 """The only place a QEMU command line is assembled and QEMU started.
 
 A guest is a Machine (data); argv() turns it into a command line for an accelerator, start()
-starts it, run() runs it to the end with the host's accelerator and boots it again under TCG
-when KVM cannot run it (accel.py decides and recognises the trouble)."""
+starts it (its one caller is run.py, the guest loop), stop() stops it. The lowest module of
+the launcher: it imports nothing of the project's but util."""
 
 import os
 import re
 import shlex
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from . import accel as accel_mod
-from .util import say, warn
 
 
 def binary():
@@ -130,18 +126,20 @@ def argv(m, accel):
 
 
 def start(m, accel, stderr_path=None, record=None):
-    """Start machine M; QEMU's stdout and stderr go to STDERR_PATH. RECORD: a file that gets
-    the command line. An interactive machine keeps the terminal."""
+    """Start machine M (the one Popen of QEMU; its caller is run.py); QEMU's stdout and stderr
+    go to STDERR_PATH. RECORD: a file that gets the command line. An interactive machine
+    keeps the terminal."""
     cmd = argv(m, accel)
     if record:
         Path(record).write_text(shlex.join(cmd) + "\n")
-    if m.interactive:
-        return subprocess.Popen(cmd)
-    ef = open(stderr_path or os.devnull, "wb")
+    ef = None if m.interactive else open(stderr_path or os.devnull, "wb")
+    quiet = {} if m.interactive else {"stdin": subprocess.DEVNULL, "stdout": ef, "stderr": ef,
+                                      "start_new_session": True}
     try:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ef, stderr=ef, start_new_session=True)
+        return subprocess.Popen(cmd, **quiet)
     finally:
-        ef.close()
+        if ef:
+            ef.close()
 
 
 def stop(proc):
@@ -153,64 +151,3 @@ def stop(proc):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-def _read(path):
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def run(m, timeout, tcg_only=False, kernels=(), progress=None, record=None):
-    """Run machine M to its end with the host's accelerator; a guest that KVM cannot run is
-    stopped and booted again under TCG. Returns QEMU's exit status, or 124 after TIMEOUT
-    seconds (as timeout(1) says it). QEMU's stderr is appended to the console file.
-    PROGRESS(console_text) is called while it runs and may return a reason to stop early."""
-    if tcg_only:
-        accel, why = "tcg", "the run needs TCG (-icount)"
-    else:
-        accel, why = accel_mod.decide(list(kernels) or ([m.kernel] if m.kernel else []), say=say)
-    say(f"accelerator {accel.upper()} ({why})")
-    console = Path(m.console)
-    while True:
-        console.write_bytes(b"")
-        err_path = console.with_name(console.name + ".qemu-stderr")
-        t0 = time.monotonic()
-        proc = start(m, accel, err_path, record)
-        trouble, rc = None, None
-        try:
-            while True:
-                rc = proc.poll()
-                secs = time.monotonic() - t0
-                if accel == "kvm":
-                    size = console.stat().st_size if console.exists() else 0
-                    trouble = accel_mod.kvm_trouble(_read(err_path), size, secs, rc)
-                    if trouble:
-                        break
-                if rc is not None:
-                    break
-                if secs > timeout:
-                    rc = 124
-                    break
-                if progress and progress(_read(console)):
-                    break
-                time.sleep(0.25)
-        finally:
-            stop(proc)
-        errtext = _read(err_path)
-        err_path.unlink(missing_ok=True)
-        if trouble and os.environ.get("NTSYNC_ACCEL") == "kvm":
-            warn(f"KVM could not run this guest ({trouble}); NTSYNC_ACCEL=kvm is set, so no "
-                 "fallback: unset it (or set NTSYNC_ACCEL=tcg)")
-            return 1
-        if trouble:
-            warn(f"KVM could not run this guest ({trouble}); stopped it and booting it again under "
-                 f"TCG; TCG is remembered for this boot of the host ({accel_mod.OVERRIDE} overrides)")
-            accel_mod.remember("tcg", f"a guest failed under KVM: {trouble}")
-            accel = "tcg"
-            continue
-        if errtext.strip():
-            with open(console, "a") as f:
-                f.write("\n" + errtext)
-        return rc

@@ -17,9 +17,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import accel  # noqa: E402
-from ntsync_vm import console as consolemod  # noqa: E402
-from ntsync_vm.util import Failure  # noqa: E402
+from ntsync_vm import accel, cloud, qemu, run  # noqa: E402
 
 
 class Host(unittest.TestCase):
@@ -69,7 +67,7 @@ class Host(unittest.TestCase):
         os.environ["STANDIN_KVM"] = mode
         said = []
         t = time.monotonic()
-        result = accel.decide(say=said.append)
+        result = accel.decide(say=said.append, probe=run.probe)
         return result, said, time.monotonic() - t
 
 
@@ -161,7 +159,7 @@ class Probe(Host):
         own = self.tmp / "vmlinuz-own"
         own.write_bytes(b"the image's kernel")
         os.environ["STANDIN_KVM"] = "works"
-        accel.decide([own])
+        accel.decide([own], probe=run.probe)
         cmd = self.qemu_calls()[0]
         self.assertEqual(cmd[cmd.index("-kernel") + 1], str(own))
 
@@ -213,7 +211,7 @@ class Runtime(Host):
         os.environ["STANDIN_KVM"] = "internal-error"
         p = self.run_cli("qemu", "--console", str(self.tmp / "console.log"), "--timeout", "60", "--",
                          "-m", "256", "-kernel", str(self.kernel))
-        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.returncode, 3, p.stderr)  # infrastructure, as every guest job says it
         self.assertIn("NTSYNC_ACCEL=kvm is set", p.stderr)
         self.assertEqual(len(self.qemu_calls()), 1)
 
@@ -259,58 +257,51 @@ class Runtime(Host):
         self.assertIn("NTSYNC_ACCEL", p.stderr)
 
     def watch(self, mode, accel_name="kvm"):
+        """A cloud guest's Watch in the one loop, pinned to ACCEL_NAME, no fallback: what
+        the loop found (the fallback itself is test_runner_falls_back_*)."""
         os.environ["STANDIN_KVM"] = mode
-        console = self.tmp / "console.log"
-        console.write_bytes(b"")
-        err = self.tmp / "qemu.stderr"
-        with open(err, "wb") as ef:
-            proc = subprocess.Popen([str(self.bin / "qemu-system-x86_64"), "-accel", accel_name,
-                                     "-chardev", f"file,id=ser0,path={console}"], stdout=ef, stderr=ef)
+        m = qemu.Machine(console=self.tmp / "console.log", name="t", mem=64, smp=1, rng=False)
+        w = cloud.StageWatch({}, False, 600)
         t = time.monotonic()
-        try:
-            return consolemod.watch_guest(proc, console, {}, False, 600, t, accel_name, err), time.monotonic() - t
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+        r = run.guest(m, w, accel=accel_name, fallback=False, take_lock=False, retry_crash=False)
+        return r, w, time.monotonic() - t
 
     def test_launcher_watch_internal_error(self):
-        with self.assertRaisesRegex(consolemod.KvmTrouble, "KVM internal error"):
-            self.watch("internal-error")
+        self.assertIn("KVM internal error", self.watch("internal-error")[0].kvm_trouble)
 
     def test_launcher_watch_late_error(self):
-        with self.assertRaisesRegex(consolemod.KvmTrouble, "KVM internal error"):
-            self.watch("late-error")
+        self.assertIn("KVM internal error", self.watch("late-error")[0].kvm_trouble)
 
     def test_launcher_watch_msr(self):
-        with self.assertRaisesRegex(consolemod.KvmTrouble, "failed to set MSR"):
-            self.watch("msr")
+        self.assertIn("failed to set MSR", self.watch("msr")[0].kvm_trouble)
 
     def test_launcher_watch_silence(self):
-        t = time.monotonic()
-        with self.assertRaisesRegex(consolemod.KvmTrouble, "console stayed empty"):
-            self.watch("silence")
-        self.assertLess(time.monotonic() - t, 10)
+        r, _, secs = self.watch("silence")
+        self.assertIn("console stayed empty", r.kvm_trouble)
+        self.assertLess(secs, 10)
 
     def test_launcher_watch_tcg_untouched(self):
-        (times, stage, done), _ = self.watch("internal-error", "tcg")
-        self.assertEqual(stage, "boot")  # the stand-in "booted" and exited; no KVM verdict
+        r, w, _ = self.watch("internal-error", "tcg")
+        self.assertIsNone(r.kvm_trouble)
+        self.assertEqual(w.stage, "boot")  # the stand-in "booted" and exited; no KVM verdict
 
     def test_stall_names_accelerator_and_override(self):
         os.environ["NTSYNC_TIMEOUT_SCALE"] = "0.005"  # boot stage: 1.5 s
-        console = self.tmp / "console.log"
-        console.write_text("[    0.0] Linux version\n")
-        proc = subprocess.Popen(["sleep", "30"])
-        try:
-            with self.assertRaises(Failure) as cm:
-                consolemod.watch_guest(proc, console, {}, False, 600, time.monotonic(), "tcg", None)
-        finally:
-            proc.kill()
-            proc.wait()
-        msg = str(cm.exception)
+        hang = self.bin / "qemu-hang"
+        hang.write_text("#!/bin/sh\nfor a; do case $a in file,*) p=${a#*path=};; esac; done\n"
+                        "echo '[    0.0] Linux version' >\"$p\"\nexec sleep 30\n")
+        hang.chmod(0o755)
+        os.environ["NTSYNC_QEMU"] = str(hang)
+        m = qemu.Machine(console=self.tmp / "console.log", name="t", mem=64, smp=1, rng=False)
+        t = time.monotonic()
+        r = run.guest(m, cloud.StageWatch({}, False, 600), accel="tcg", take_lock=False)
+        self.assertLess(time.monotonic() - t, 10)
+        self.assertEqual((r.rc, r.stalled), (124, "stage 'boot'"))
+        msg = r.stall_message()
         self.assertIn("stage 'boot' stalled", msg)
         self.assertIn("under TCG", msg)
         self.assertIn("NTSYNC_ACCEL=tcg|kvm", msg)
+        self.assertIn("Linux version", msg)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ REPO = HERE.parents[1]
 DATA = HERE / "test_data"
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import boot, console, gates, image, initramfs, lifecycle, lock, qemu, suites  # noqa: E402
+from ntsync_vm import boot, cloud, console, gates, image, initramfs, lifecycle, lock, qemu, run, suites  # noqa: E402
 from ntsync_vm.util import Failure, Usage  # noqa: E402
 
 
@@ -36,15 +36,48 @@ def quiet(fn, *a, **kw):
 
 class Suites(unittest.TestCase):
     def test_table(self):
-        self.assertEqual(list(suites.SUITES), ["bookworm", "trixie", "sid", "trixie-backports"])
-        self.assertEqual([s["series"] for s in suites.SUITES.values()], ["6.1", "6.12", "7.2", "7.3"])
-        # the 6.1-6.13 rule: from 6.14 on the kernel has mainline's driver
-        self.assertEqual([s["in_tree"] for s in suites.SUITES.values()], [False, False, True, True])
-        self.assertFalse(suites.has_in_tree_driver("6.13"))
-        self.assertTrue(suites.has_in_tree_driver("6.14"))
-        for s in suites.SUITES.values():
-            self.assertTrue(s["sources"][0].startswith("deb "))
-            self.assertTrue(any("linux-headers" in p for p in s["kernel_packages"]))
+        # (no list of suites here: the table is the one list; these are its rules)
+        self.assertIn(suites.DEFAULT, suites.SUITES)
+        self.assertTrue(suites.SUITES[suites.BENCH_DEFAULT]["in_tree"])
+        for name, s in suites.SUITES.items():
+            self.assertTrue(s["sources"][0].startswith("deb "), name)
+            self.assertTrue(any("linux-headers" in p for p in s["kernel_packages"]), name)
+            self.assertTrue(set(s["check"]) <= set(suites.CHECK_JOBS), name)
+            if s["check"]:
+                self.assertTrue(s["image"], f"{name}: ./check boots its cloud image")
+            # a kernel either gets ours from DKMS or has mainline's driver, never both or neither
+            self.assertNotEqual(suites.builds_ours(s["series"] + ".0"), s["in_tree"], name)
+        self.assertEqual(suites.matrix_plan()[:1], [(suites.names(True)[0], "ours")])
+
+    def test_kernel_range_has_one_source(self):
+        # dkms.conf's BUILD_EXCLUSIVE_KERNEL is the range; the launcher's rule is derived from it
+        rx = suites.dkms_range()
+        self.assertEqual(suites.KERNEL_WITH_DRIVER, suites.first_in_tree(rx))
+        for major, minor in ((6, m) for m in range(1, 30)):
+            series = f"{major}.{minor}"
+            ours = bool(rx.search(f"{series}.0-27-cloud-amd64"))
+            self.assertEqual(ours, (6, 1) <= (major, minor) < suites.KERNEL_WITH_DRIVER, series)
+            if (major, minor) >= (6, 1):
+                self.assertNotEqual(ours, suites.has_in_tree_driver(series), series)
+        self.assertFalse(rx.search("6.100.0"))  # 6.100 is no 6.10
+        # a range whose end moved is followed, not contradicted
+        with tempfile.TemporaryDirectory() as t:
+            conf = Path(t) / "dkms.conf"
+            conf.write_text('BUILD_EXCLUSIVE_KERNEL="^6\\.([1-9]|1[0-4])([.+-]|$)"\n')
+            self.assertEqual(suites.first_in_tree(suites.dkms_range(conf)), (6, 15))
+            conf.write_text("nothing\n")
+            with self.assertRaisesRegex(Failure, "BUILD_EXCLUSIVE_KERNEL"):
+                suites.dkms_range(conf)
+
+    def test_check_lists_come_from_the_table(self):
+        for job in suites.CHECK_JOBS:
+            p = subprocess.run([str(REPO / "vm/ntsync-vm"), "suites", "--job", job], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.split(), suites.for_job(job))
+        text = (REPO / "check").read_text() + (REPO / "tests/wine-gate-check").read_text()
+        for name in suites.SUITES:
+            self.assertNotRegex(text, rf"(for s in|suites=\(|--suite) {name}\b", "a suite list by hand")
 
     def test_alias_and_errors(self):
         r, _, err = quiet(suites.resolve, "trixie-7x")
@@ -210,7 +243,8 @@ class Gates(unittest.TestCase):
         rc, out, err = quiet(boot.judge_fuzz, text)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("11 passed, 0 failed, 1 skipped", out)
-        bad = text.replace("== guest-abuse-exit 0", "[  99.0] Oops: general protection fault\n== guest-abuse-exit 0")
+        bad = text.replace("##ntsync## guest-abuse-exit 0",
+                           "[  99.0] Oops: general protection fault\n##ntsync## guest-abuse-exit 0")
         self.assertEqual(quiet(boot.judge_fuzz, bad)[0], 1)
         self.assertEqual(quiet(boot.judge_fuzz, text.replace("guest-abuse-exit 0", "guest-abuse-exit 1"))[0], 1)
 
@@ -255,7 +289,7 @@ class SmokeVerdict(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_recorded_pass(self):
-        marks = console.boot_marks(self.text)
+        marks = console.marks(self.text)
         self.assertEqual(console.mark(marks, "taint"), "12288")
         rc, out, err = quiet(boot.judge_smoke, self.text, "trixie")
         self.assertEqual(rc, 0, out + err)
@@ -264,20 +298,21 @@ class SmokeVerdict(unittest.TestCase):
 
     def test_each_gate_fails_it(self):
         cases = {
-            "rmmod": self.text.replace("== rmmod ok", "rmmod: can't unload module"),
-            "taint": self.text.replace("== taint 12288", "== taint 12800"),
-            "report": self.text.replace("== end", "[    3.1] WARNING: CPU: 0 PID: 1 at ntsync.c:1\n== end"),
-            "smoke": self.text.replace("== smoke-exit 0", "== smoke-exit 1"),
-            "truncated": self.text.split("== smoke")[0],
+            "rmmod": self.text.replace("##ntsync## rmmod ok", "rmmod: can't unload module"),
+            "taint": self.text.replace("##ntsync## taint 12288", "##ntsync## taint 12800"),
+            "report": self.text.replace("##ntsync## end",
+                                        "[    3.1] WARNING: CPU: 0 PID: 1 at ntsync.c:1\n##ntsync## end"),
+            "smoke": self.text.replace("##ntsync## smoke-exit 0", "##ntsync## smoke-exit 1"),
+            "truncated": self.text.split("##ntsync## smoke")[0],
         }
         for name, text in cases.items():
             rc, out, err = quiet(boot.judge_smoke, text, "trixie")
             self.assertEqual(rc, 1, f"{name}: {out}{err}")
 
     def test_bench_compare_in_guest(self):
-        text = ("== json-begin intree\n{\"a\": 1}\n== json-end intree\n== json-begin ntsync\n{\"a\": 2}\n"
-                "== json-end ntsync\n== compare-begin\nwait-any  1.00  0.95\n== compare-exit 0\n"
-                "== rmmod ok\n== taint 12288\n== smoke-exit 0\n")
+        text = ("M json-begin intree\n{\"a\": 1}\nM json-end intree\nM json-begin ntsync\n{\"a\": 2}\n"
+                "M json-end ntsync\nM compare-begin\nwait-any  1.00  0.95\nM compare-exit 0\n"
+                "M rmmod ok\nM taint 12288\nM smoke-exit 0\n").replace("M ", "##ntsync## ")
         rc, out, _ = quiet(boot.judge_smoke, text, "trixie-backports", bench=True)
         self.assertEqual(rc, 0)
         self.assertIn("wait-any  1.00  0.95", out)
@@ -291,13 +326,13 @@ class UpstreamVerdict(unittest.TestCase):
     def console(self, unpatched_fails=boot.NEW_CASES, patched_fail=0):
         out = []
         for v in ("unpatched", "patched"):
-            out += [f"== selftest-begin {v}", "ok 1 ntsync.semaphore"]
+            out += [f"M selftest-begin {v}", "ok 1 ntsync.semaphore"]
             for i, c in enumerate(unpatched_fails if v == "unpatched" else ()):
                 out.append(f"not ok {i + 2} ntsync.{c}")
-            out += [f"== selftest-end {v}", f"== suite-group {v} test-sem", "[  PASSED  ] 12 test(s).",
+            out += [f"M selftest-end {v}", f"M suite-group {v} test-sem", "[  PASSED  ] 12 test(s).",
                     f"[  FAILED  ] {patched_fail if v == 'patched' else 0} test(s), listed below:",
-                    f"== suite-exit {v} test-sem 0", f"== rmmod {v} ok"]
-        return "\n".join(out + ["== taint 12288", "== end"])
+                    f"M suite-exit {v} test-sem 0", f"M rmmod {v} ok"]
+        return "\n".join(out + ["M taint 12288", "M end"]).replace("M ", "##ntsync## ")
 
     def test_new_cases_come_from_the_series(self):
         # every driver fix in upstream/ brings a selftest case that must fail unpatched
@@ -313,7 +348,7 @@ class UpstreamVerdict(unittest.TestCase):
         self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=boot.NEW_CASES[:2]))[0], 1)
         self.assertEqual(quiet(boot.judge_upstream, self.console(patched_fail=1))[0], 1)
         with self.assertRaisesRegex(Usage, "did not finish"):
-            quiet(boot.judge_upstream, "== selftest-begin unpatched\n")
+            quiet(boot.judge_upstream, "##ntsync## selftest-begin unpatched\n")
 
 
 class Lifecycle(unittest.TestCase):
@@ -330,17 +365,17 @@ class Lifecycle(unittest.TestCase):
                 lifecycle.parse_control(Path(t) / "control")
 
     def test_judge(self):
-        text = ("[    1.0] Linux version 6.12\r\n##apt## | dkms-lifecycle PASS built: dkms built ntsync\n"
-                "root@lc:~# ##apt## | dkms-lifecycle PASS loaded: postinst loaded ntsync\n"
-                "##apt## result dkms-lifecycle PASS exit 0\n##apt## | dkms-new-kernel skipped\n"
-                "##apt## result dkms-new-kernel SKIP exit 77\n##apt## taint 12288\n##apt## done\n")
+        text = ("[    1.0] Linux version 6.12\r\n##ntsync## | dkms-lifecycle PASS built: dkms built ntsync\n"
+                "root@lc:~# ##ntsync## | dkms-lifecycle PASS loaded: postinst loaded ntsync\n"
+                "##ntsync## result dkms-lifecycle PASS exit 0\n##ntsync## | dkms-new-kernel skipped\n"
+                "##ntsync## result dkms-new-kernel SKIP exit 77\n##ntsync## taint 12288\n##ntsync## done\n")
         out, p, f, s = lifecycle.judge(text, self.TESTS)
         self.assertEqual((p, f, s), (3, 0, 1), out)
         out, p, f, s = lifecycle.judge(text.replace("taint 12288", "taint 12800"), self.TESTS)
         self.assertEqual(f, 1)
         # a test that fails without a FAIL line of its own, and a run that stops early
         out, p, f, s = lifecycle.judge(text.replace("result dkms-lifecycle PASS", "result dkms-lifecycle FAIL")
-                                       .replace("##apt## done\n", ""), self.TESTS)
+                                       .replace("##ntsync## done\n", ""), self.TESTS)
         self.assertEqual(f, 2, out)
         out, p, f, s = lifecycle.judge(text + "[   99.0] BUG: unable to handle page fault\n", self.TESTS)
         self.assertEqual(f, 1)
@@ -366,60 +401,58 @@ class Console(unittest.TestCase):
             self.assertFalse(console.boot_crash(f.name))
         self.assertFalse(console.boot_crash(DATA / "smoke-trixie.console"))
 
+    def replaying(self, *consoles, **env):
+        """A recorded guest: vm/tests/qemu-standin plays CONSOLES, one per boot, under TCG."""
+        t = tempfile.TemporaryDirectory()
+        self.addCleanup(t.cleanup)
+        saved = dict(os.environ)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+        log = Path(t.name) / "calls"
+        log.write_text("")
+        os.environ.update({"NTSYNC_CACHE": t.name, "NTSYNC_ACCEL": "tcg", "NTSYNC_VM_PARALLEL": "1",
+                           "NTSYNC_QEMU": str(HERE / "qemu-standin"), "STANDIN_LOG": str(log),
+                           "STANDIN_CONSOLE": ":".join(str(c) for c in consoles), **env})
+        return Path(t.name), log
+
     def test_boot_job_boots_again_after_a_boot_crash(self):
-        runs = []
-
-        def fake_run(machine, timeout, tcg_only=False):
-            runs.append(machine.console)
-            src = "boot-crash.console" if len(runs) == 1 else "smoke-trixie.console"
-            Path(machine.console).write_text((DATA / src).read_text())
-            return 0
-        with tempfile.TemporaryDirectory() as t:
-            os.environ["NTSYNC_CACHE"] = t
-            saved = qemu.run
-            qemu.run = fake_run
-            try:
-                m = type("M", (), {"console": Path(t) / "c.log"})()
-                (text, _), _, err = quiet(boot.boot, m, 60)
-                self.assertEqual(len(runs), 2)
-                self.assertIn("booting it once more", err)
-                self.assertIn("smoke: 111 passed, 0 failed", text)
-                self.assertTrue((Path(t) / "c.log.crash").exists())
-                # a crash after the job began (or a second crash) is judged, not retried
-                runs.clear()
-
-                def crash_after_insmod(machine, timeout, tcg_only=False):
-                    runs.append(machine.console)
-                    Path(machine.console).write_text("== insmod\n" + (DATA / "boot-crash.console").read_text())
-                    return 0
-                qemu.run = crash_after_insmod
-                quiet(boot.boot, m, 60)
-                self.assertEqual(len(runs), 1)
-            finally:
-                qemu.run = saved
-                del os.environ["NTSYNC_CACHE"]
+        t, calls = self.replaying(DATA / "boot-crash.console", DATA / "smoke-trixie.console")
+        m = qemu.Machine(console=t / "c.log", kernel=t / "vmlinuz")
+        (text, _), _, err = quiet(boot.boot, m, 60)
+        self.assertEqual(len(calls.read_text().splitlines()), 2)
+        self.assertIn("booting it once more", err)
+        self.assertIn("smoke: 111 passed, 0 failed", text)
+        self.assertTrue((t / "c.log.crash").exists())
+        # a crash after the job began (or a second crash) is judged, not retried
+        after = t / "after-insmod.console"
+        after.write_text("##ntsync## insmod\n" + (DATA / "boot-crash.console").read_text())
+        calls.write_text("")
+        os.environ["STANDIN_CONSOLE"] = str(after)
+        quiet(boot.boot, m, 60)
+        self.assertEqual(len(calls.read_text().splitlines()), 1)
 
     def test_recorded_cloud_guest(self):
-        proc = subprocess.Popen(["true"])
-        proc.wait()
-        (times, stage, done), out, _ = quiet(console.watch_guest, proc, DATA / "test-trixie.console", {}, False, 60,
-                                             time.monotonic())
-        self.assertEqual((stage, done), ("poweroff", "rc=0"))
+        t, _ = self.replaying(DATA / "test-trixie.console")
+        w = cloud.StageWatch({}, False, 60)
+        r, out, _ = quiet(run.guest, qemu.Machine(console=t / "console.log"), w)
+        times, stage, done = w.finish()
+        self.assertEqual((r.rc, stage, done), (0, "poweroff", "rc=0"))
         for s in ("install", "driver", "job", "unload", "collect", "boot_to_first_test"):
             self.assertIn(s, times)
         self.assertIn("running 12 test programs against ours (dkms)", out)
 
     def test_watch_stages_and_markers(self):
-        with tempfile.TemporaryDirectory() as t:
-            c = Path(t) / "console.log"
-            c.write_text("[ 1.0] Linux\n##ntsync## stage start\n##ntsync## stage install\n##ntsync## stage job\n"
-                         "PASS sem: create\n##ntsync## done 0\n")
-            proc = subprocess.Popen(["true"])
-            proc.wait()
-            (times, stage, done), _, _ = quiet(console.watch_guest, proc, c, {}, False, 60, time.monotonic())
-            self.assertEqual((stage, done), ("poweroff", "0"))
-            self.assertIn("install", times)
-            self.assertIn("boot_to_first_test", times)
+        t, _ = self.replaying()
+        c = t / "recorded"
+        c.write_text("[ 1.0] Linux\n##ntsync## stage start\n##ntsync## stage install\n##ntsync## stage job\n"
+                     "PASS sem: create\n##ntsync## done 0\n")
+        os.environ["STANDIN_CONSOLE"] = str(c)
+        w = cloud.StageWatch({}, False, 60)
+        quiet(run.guest, qemu.Machine(console=t / "console.log"), w)
+        times, stage, done = w.finish()
+        self.assertEqual((stage, done), ("poweroff", "0"))
+        self.assertIn("install", times)
+        self.assertIn("boot_to_first_test", times)
+        self.assertEqual(w.counts["PASS"], 1)
 
 
 class Lock(unittest.TestCase):
