@@ -56,10 +56,7 @@ int lowest_free_fd(void)
 
 uint64_t now_ns(clockid_t clock)
 {
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	return tc_now_ns(clock);
 }
 
 uint64_t mono_in_ms(unsigned int ms)

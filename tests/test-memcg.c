@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "tools-common.h"
 
 #define CGROOT "/sys/fs/cgroup"
 #define LIMIT (32ULL << 20)		/* memory.max of the test's cgroup */
@@ -103,28 +104,6 @@ static long long cg_read(const char *file, const char *key)
 	}
 	fclose(f);
 	return v;
-}
-
-/* Bytes in every slab cache's active objects (/proc/slabinfo, root only). */
-static long long slab_bytes(void)
-{
-	char line[512];
-	long long sum = 0;
-	FILE *f = fopen("/proc/slabinfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char name[64];
-		long long active, total, size;
-
-		if (line[0] == '#' || !strncmp(line, "slabinfo", 8))
-			continue;
-		if (sscanf(line, "%63s %lld %lld %lld", name, &active, &total, &size) == 4)
-			sum += active * size;
-	}
-	fclose(f);
-	return sum;
 }
 
 /* A fresh child cgroup with the memory controller and LIMIT; skips without. */
@@ -318,7 +297,7 @@ static void run_limited(bool waits)
 		if (ns < ARRAY_LEN(s)) {
 			s[ns].count = m.count;
 			s[ns].current = cur;
-			s[ns].slab = slab_bytes();
+			s[ns].slab = tc_slab_bytes();
 			ns++;
 		}
 		if (m.kind == MSG_END) {

@@ -48,6 +48,7 @@
 #include <linux/ntsync.h>
 
 #include "ntsync-raw.h"
+#include "tools-common.h"
 
 #define SKIP 77
 #define NS 1000000000ull
@@ -79,10 +80,7 @@ static long xioctl(int fd, unsigned long cmd, void *arg)
 
 static uint64_t mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS + ts.tv_nsec;
+	return tc_now_ns(CLOCK_MONOTONIC);
 }
 
 static int open_dev(void)
@@ -702,35 +700,8 @@ static int test_failslab(void)
 /* Bytes in slab caches (active objects times object size), after shrinking. */
 static long long slab_bytes(void)
 {
-	DIR *d = opendir("/sys/kernel/slab");
-	struct dirent *e;
-	FILE *f;
-	char line[512];
-	long long total = 0;
-
-	/* shrinking also drains KASAN's quarantine of freed objects */
-	while (d && (e = readdir(d))) {
-		char p[512];
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "/sys/kernel/slab/%s/shrink", e->d_name);
-		put(p, "1");
-	}
-	if (d)
-		closedir(d);
-	f = fopen("/proc/slabinfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char name[128];
-		long long active, num, size;
-
-		if (sscanf(line, "%127s %lld %lld %lld", name, &active, &num, &size) == 4)
-			total += active * size;
-	}
-	fclose(f);
-	return total;
+	tc_slab_shrink();
+	return tc_slab_bytes();
 }
 
 static int test_cycles(void)

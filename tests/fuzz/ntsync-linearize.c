@@ -50,6 +50,7 @@
 #include "ntsync-raw.h"
 
 #include "linearize.h"
+#include "tools-common.h"
 
 #define NOBJ 8
 #define MAXW 16
@@ -85,10 +86,7 @@ static uint32_t rbelow(struct rng *r, uint32_t n)
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return tc_now_ns(CLOCK_MONOTONIC);
 }
 
 /* ------------------------------------------------------- shared state */

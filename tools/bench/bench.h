@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* ntsync-bench: what its parts share. */
+/*
+ * ntsync-bench: what its parts share.  Each part depends on this header and
+ * tools/common only; ntsync-bench.c (the options and the run) is called by
+ * none of them.
+ */
 #ifndef NTSYNC_BENCH_H
 #define NTSYNC_BENCH_H
 
@@ -50,23 +54,11 @@
 
 struct env;
 
-/* ---- ntsync-bench.c: helpers and the options ---- */
-
-uint64_t now_ns(void);
-void *xcalloc(size_t n, size_t size);
-bool read_line(const char *path, char *buf, size_t len);
-
-struct bench_opts {
-	bool quick;
-	unsigned int runs;
-	double budget_ns;	/* target length of one run */
-	const char *json_path;	/* NULL: none, "-": stdout */
-	const char *only;
-	const char *label;
-	int cpu;
-	double wait_s;		/* longest wait for a quiet machine */
-};
-extern struct bench_opts opt;
+/* CLOCK_MONOTONIC in ns: every row's clock */
+static inline uint64_t now_ns(void)
+{
+	return tc_now_ns(CLOCK_MONOTONIC);
+}
 
 /* ---- scenarios.c: the raw calls and the rows ---- */
 
@@ -114,8 +106,9 @@ void summarize(struct result *r);
 const char *group_digits(double v, char *buf, size_t len);
 void print_header(FILE *out);
 void print_row(FILE *out, const struct row *row, const struct result *r);
-/* res: one result per row of rows[] */
-void write_json(FILE *f, const struct env *e, const struct result *res);
+/* res: one result per row of rows[]; mode "quick" or "full", as run */
+void write_json(FILE *f, const struct env *e, const struct result *res,
+		const char *mode, unsigned int runs, double budget_ns);
 
 /* ---- environment.c: where it ran ---- */
 

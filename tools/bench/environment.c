@@ -51,8 +51,8 @@ void detect_env(struct env *e, const char *label)
 		}
 		fclose(f);
 	}
-	read_line("/sys/class/dmi/id/sys_vendor", vendor, sizeof(vendor));
-	read_line("/sys/class/dmi/id/product_name", product, sizeof(product));
+	tc_read_line("/sys/class/dmi/id/sys_vendor", vendor, sizeof(vendor));
+	tc_read_line("/sys/class/dmi/id/product_name", product, sizeof(product));
 	if (vendor[0] || hyper)
 		snprintf(e->virt, sizeof(e->virt), "%s%s%s%s",
 			 hyper ? "virtual machine" : "bare metal",
@@ -66,11 +66,11 @@ void detect_env(struct env *e, const char *label)
 
 	e->module = access("/sys/module/ntsync", F_OK) == 0;
 	e->loadable = access("/sys/module/ntsync/initstate", F_OK) == 0;
-	if (read_line("/sys/module/ntsync/taint", e->taint, sizeof(e->taint)))
+	if (tc_read_line("/sys/module/ntsync/taint", e->taint, sizeof(e->taint)))
 		e->out_of_tree = strchr(e->taint, 'O') != NULL;
-	read_line("/sys/module/ntsync/version", e->version, sizeof(e->version));
-	read_line("/sys/module/ntsync/srcversion", e->srcversion,
-		  sizeof(e->srcversion));
+	tc_read_line("/sys/module/ntsync/version", e->version, sizeof(e->version));
+	tc_read_line("/sys/module/ntsync/srcversion", e->srcversion,
+		     sizeof(e->srcversion));
 
 	g_dev = ntr_open();
 	if (g_dev >= 0) {
@@ -102,7 +102,7 @@ void wait_for_clocksource(struct env *e, FILE *out)
 {
 	uint64_t t0 = now_ns();
 
-	read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
+	tc_read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
 	if (strcmp(e->clocksource, "tsc-early"))
 		return;
 	fprintf(out, "note:   clocksource is tsc-early; waiting for the kernel to switch to tsc ...\n");
@@ -110,7 +110,7 @@ void wait_for_clocksource(struct env *e, FILE *out)
 		struct timespec ts = { 0, 250000000 };
 
 		nanosleep(&ts, NULL);
-		read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
+		tc_read_line(CLOCKSOURCE, e->clocksource, sizeof(e->clocksource));
 	}
 	e->clock_wait_s = (double)(now_ns() - t0) / 1e9;
 }

@@ -181,7 +181,7 @@ void mem_measure(enum obj_type type, unsigned int reps,
 		 double *per_rep, double *raw, char *detail, size_t dlen)
 {
 	unsigned int n = mem_objects;
-	int *fds = xcalloc(n, sizeof(int));
+	int *fds = tc_xcalloc(n, sizeof(int));
 	double raws[MAX_RUNS];
 
 	detail[0] = '\0';

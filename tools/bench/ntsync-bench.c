@@ -19,51 +19,19 @@
 #include "bench.h"
 
 /* ------------------------------------------------------------------ */
-/* small helpers                                                       */
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p)
-		tc_die("out of memory");
-	return p;
-}
-
-/* Read the first line of a small file, stripped; false if unreadable. */
-bool read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	buf[0] = '\0';
-	if (!f)
-		return false;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		buf[0] = '\0';
-		return true;
-	}
-	fclose(f);
-	n = strlen(buf);
-	while (n && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return true;
-}
-
-/* ------------------------------------------------------------------ */
 /* running                                                             */
 
-struct bench_opts opt = { .cpu = -1, .wait_s = 10 };
-
+struct bench_opts {
+	bool quick;
+	unsigned int runs;
+	double budget_ns;	/* target length of one run */
+	const char *json_path;	/* NULL: none, "-": stdout */
+	const char *only;
+	const char *label;
+	int cpu;
+	double wait_s;		/* longest wait for a quiet machine */
+};
+static struct bench_opts opt = { .cpu = -1, .wait_s = 10 };
 
 static const char *current_row;
 
@@ -352,7 +320,7 @@ int main(int argc, char **argv)
 		  opt.budget_ns / 1e6);
 	print_header(out);
 
-	res = xcalloc(NROWS, sizeof(*res));
+	res = tc_xcalloc(NROWS, sizeof(*res));
 	t_start = now_ns();
 	{
 		const char *group = NULL;
@@ -369,7 +337,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(out, "\nrows took %.1f s (clock above)\n", (double)(now_ns() - t_start) / 1e9);
-	read_line(CLOCKSOURCE, env.clocksource_end, sizeof(env.clocksource_end));
+	tc_read_line(CLOCKSOURCE, env.clocksource_end, sizeof(env.clocksource_end));
 	if (strcmp(env.clocksource, env.clocksource_end))
 		fprintf(out, "\nwarning: the clocksource changed from %s to %s during the run: rows before the switch are on another time scale; run again\n",
 			env.clocksource, env.clocksource_end);
@@ -378,7 +346,8 @@ int main(int argc, char **argv)
 			env.device_error);
 
 	if (jf) {
-		write_json(jf, &env, res);
+		write_json(jf, &env, res, opt.quick ? "quick" : "full", opt.runs,
+			   opt.budget_ns);
 		if (fflush(jf) != 0 || (jf != stdout && fclose(jf) != 0))
 			tc_die("writing %s: %s", opt.json_path ? opt.json_path : "stdout",
 			    strerror(errno));

@@ -89,15 +89,15 @@ void print_row(FILE *out, const struct row *row, const struct result *r)
 /* ------------------------------------------------------------------ */
 /* JSON out                                                            */
 
-void write_json(FILE *f, const struct env *e, const struct result *res)
+void write_json(FILE *f, const struct env *e, const struct result *res,
+		const char *mode, unsigned int runs, double budget_ns)
 {
 	bool first = true;
 
 	fprintf(f, "{\n  \"tool\": \"ntsync-bench\",\n  \"version\": ");
 	tc_json_str(f, NTSYNC_BENCH_VERSION);
 	fprintf(f, ",\n  \"format\": 1,\n  \"mode\": \"%s\",\n  \"runs\": %u,\n"
-		"  \"budget_ns\": %.0f,\n", opt.quick ? "quick" : "full", opt.runs,
-		opt.budget_ns);
+		"  \"budget_ns\": %.0f,\n", mode, runs, budget_ns);
 	fprintf(f, "  \"time_note\": \"CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time\",\n");
 	fprintf(f, "  \"date\": ");
 	tc_json_str(f, e->date);

@@ -1,28 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Host unit test of tools-common: the errno table agrees with the C
- * library's own names (strerrorname_np), unknown values have no name, and
- * the JSON writers escape what JSON requires.  Exit 0 when all pass.
+ * library's own names (strerrorname_np), unknown values have no name, the
+ * JSON writers escape what JSON requires, and the clock, tc_xcalloc,
+ * tc_read_line and tc_slab_bytes do what tools-common.h says.  Exit 0 when
+ * all pass.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools-common.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		putchar('\n');						\
-	}								\
-} while (0)
+#include "unit-check.h"
 
 static void check_json(void (*fn)(FILE *, const char *), const char *in, const char *want)
 {
@@ -34,6 +26,50 @@ static void check_json(void (*fn)(FILE *, const char *), const char *in, const c
 	fclose(f);
 	CHECK(!strcmp(buf, want), "JSON of '%s': got %s, want %s", in ? in : "(null)", buf, want);
 	free(buf);
+}
+
+/* A file in a fresh temporary directory holding content (NULL: none). */
+static void put_file(char *path, size_t len, const char *dir, const char *content)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/f", dir);
+	unlink(path);
+	if (!content)
+		return;
+	f = fopen(path, "w");
+	if (f) {
+		fputs(content, f);
+		fclose(f);
+	}
+}
+
+static void check_files(void)
+{
+	char dir[] = "/tmp/test-tools-common.XXXXXX", path[64], buf[16];
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	put_file(path, sizeof(path), dir, "O  \t\n");
+	CHECK(tc_read_line(path, buf, sizeof(buf)) && !strcmp(buf, "O"),
+	      "trailing white space: '%s'", buf);
+	put_file(path, sizeof(path), dir, "1.0.2\nsecond\n");
+	CHECK(tc_read_line(path, buf, sizeof(buf)) && !strcmp(buf, "1.0.2"),
+	      "first line only: '%s'", buf);
+	put_file(path, sizeof(path), dir, "");
+	strcpy(buf, "x");
+	CHECK(tc_read_line(path, buf, sizeof(buf)) && !buf[0],
+	      "empty file: true and '', got '%s'", buf);
+	put_file(path, sizeof(path), dir, "0123456789abcdefghij\n");
+	CHECK(tc_read_line(path, buf, sizeof(buf)) && !strcmp(buf, "0123456789abcde"),
+	      "a long line cut to the buffer: '%s'", buf);
+	put_file(path, sizeof(path), dir, NULL);
+	strcpy(buf, "x");
+	CHECK(!tc_read_line(path, buf, sizeof(buf)) && !buf[0],
+	      "missing file: false and '', got '%s'", buf);
+	rmdir(dir);
 }
 
 int main(void)
@@ -79,6 +115,40 @@ int main(void)
 		fclose(f);
 		CHECK(!strcmp(buf, "1.235 null null"), "numbers: %s", buf);
 		free(buf);
+	}
+	{
+		uint64_t a = tc_now_ns(CLOCK_MONOTONIC), b = tc_now_ns(CLOCK_MONOTONIC);
+		struct timespec ts;
+		uint64_t rt;
+
+		CHECK(a && b >= a, "monotonic clock: %llu then %llu",
+		      (unsigned long long)a, (unsigned long long)b);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rt = tc_now_ns(CLOCK_REALTIME);
+		CHECK(rt / 1000000000u - (uint64_t)ts.tv_sec <= 1,
+		      "realtime clock: %llu ns, time %lld s",
+		      (unsigned long long)rt, (long long)ts.tv_sec);
+	}
+	{
+		unsigned char *p = tc_xcalloc(64, 4), *z = tc_xcalloc(0, 0);
+		int zero = 1;
+
+		for (int i = 0; i < 256; i++)
+			zero &= p[i] == 0;
+		CHECK(p && zero, "tc_xcalloc: not zeroed");
+		CHECK(z != NULL, "tc_xcalloc(0, 0) returned NULL");
+		free(p);
+		free(z);
+	}
+	check_files();
+	{
+		long long slab = tc_slab_bytes();
+
+		/* /proc/slabinfo is root's: -1 for others, a real total for root */
+		if (access("/proc/slabinfo", R_OK) == 0)
+			CHECK(slab > 0, "slab bytes %lld with /proc/slabinfo readable", slab);
+		else
+			CHECK(slab == -1, "slab bytes %lld without /proc/slabinfo", slab);
 	}
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures != 0;

@@ -3,10 +3,15 @@
 
 #include "tools-common.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 const char *tc_progname = "ntsync";
 
@@ -99,4 +104,83 @@ void tc_json_num(FILE *f, double v)
 		fprintf(f, "%.3f", v);
 	else
 		fputs("null", f);
+}
+
+uint64_t tc_now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void *tc_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		tc_die("out of memory");
+	return p;
+}
+
+bool tc_read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	buf[0] = '\0';
+	if (!f)
+		return false;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		buf[0] = '\0';
+		return true;	/* exists, empty (a taint file with no flags) */
+	}
+	fclose(f);
+	n = strlen(buf);
+	while (n && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	return true;
+}
+
+long long tc_slab_bytes(void)
+{
+	char line[512];
+	long long sum = 0;
+	FILE *f = fopen("/proc/slabinfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char name[128];
+		long long active, total, size;
+
+		/* the "slabinfo - version" and "# name" lines do not scan */
+		if (sscanf(line, "%127s %lld %lld %lld", name, &active, &total, &size) == 4)
+			sum += active * size;
+	}
+	fclose(f);
+	return sum;
+}
+
+void tc_slab_shrink(void)
+{
+	DIR *d = opendir("/sys/kernel/slab");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char p[512];
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/sys/kernel/slab/%s/shrink", e->d_name);
+		fd = open(p, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		(void)!write(fd, "1", 1);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
 }

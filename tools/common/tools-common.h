@@ -2,13 +2,19 @@
 /*
  * tools-common: what the project's command-line programs share (ntsync-info,
  * ntsync-bench, the conformance suite, the fuzzers): the one errno-name
- * table, die/usage errors, and JSON writing.  A static library, never
- * installed; libntsync stays separate.
+ * table, die/usage errors, JSON writing, the clock, small files and the
+ * slab figures.  A static library, never installed; libntsync stays
+ * separate.  ntsync-raw.h, next to it, is the one set of raw ioctl
+ * wrappers (header-only).
  */
 #ifndef NTSYNC_TOOLS_COMMON_H
 #define NTSYNC_TOOLS_COMMON_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 /* The program name in messages ("ntsync-bench"); set once by main(). */
 extern const char *tc_progname;
@@ -35,5 +41,29 @@ void tc_json_str(FILE *f, const char *s);
 void tc_json_str_or_null(FILE *f, const char *s);
 /* A number with three decimals, or null when not finite. */
 void tc_json_num(FILE *f, double v);
+
+/* clock_gettime(clock) in nanoseconds. */
+uint64_t tc_now_ns(clockid_t clock);
+
+/* calloc that dies ("out of memory") instead of returning NULL; never NULL,
+ * also for n or size 0. */
+void *tc_xcalloc(size_t n, size_t size);
+
+/*
+ * The first line of a small file (a sysfs attribute) into buf, trailing
+ * white space stripped; "" for an empty file.  False, with buf "", when it
+ * cannot be opened.
+ */
+bool tc_read_line(const char *path, char *buf, size_t len);
+
+/*
+ * Bytes in every slab cache's active objects (active objects times object
+ * size, from /proc/slabinfo, which only root may read), or -1 when it
+ * cannot be read.
+ */
+long long tc_slab_bytes(void);
+/* Ask every slab cache to shrink (/sys/kernel/slab/NAME/shrink, root
+ * only); also drains KASAN's quarantine of freed objects.  Best effort. */
+void tc_slab_shrink(void);
 
 #endif /* NTSYNC_TOOLS_COMMON_H */

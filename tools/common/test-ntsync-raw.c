@@ -14,18 +14,7 @@
 #include <string.h>
 
 #include "ntsync-raw.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		putchar('\n');						\
-	}								\
-} while (0)
+#include "unit-check.h"
 
 /* the last ioctl seen */
 static int last_fd;

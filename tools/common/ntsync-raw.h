@@ -6,7 +6,9 @@
  * (tests/smoke/) and ntsync-bench (tools/bench/).  Header-only, static
  * inline, against the project's <linux/ntsync.h>.  Applications use
  * libntsync (<ntsync.h>) instead; it stays separate on purpose, so that the
- * tests judge the device, not the library.
+ * tests judge the device, not the library.  It lives in tools/common, the
+ * code tools/ and tests/ share, so that neither tree includes the other's
+ * headers.
  *
  * Every wrapper returns what ioctl() returns: 0 (or the new descriptor for
  * the creates), -1 with errno on error.  ntr_neg() turns that into the
