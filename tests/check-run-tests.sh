@@ -70,5 +70,23 @@ rc=$?
 [ $rc = 2 ] || fail "a missing --gates file gave exit $rc, not 2"
 grep -q 'gate list /nonexistent does not exist' "$tmp/out2" || fail "no message for the missing gate list"
 
+# The taint rule and the KCSAN exemption are the list's @ directives: with
+# only O allowed, e-oot's E fails; with another @kcsan-report text, c-kcsan's
+# line is a BUG: report; without @taint-allowed the runner refuses the list.
+sed -e 's/^@taint-allowed	[0-9]*/@taint-allowed	4096/' \
+	-e 's/^@kcsan-report	[^	]*/@kcsan-report	NOT KCSAN/' "$gates" >"$tmp/gates-o"
+: >"$tmp/kmsg"
+echo 0 >"$tmp/tainted"
+NTSYNC_RUN_TESTS_KMSG=$tmp/kmsg NTSYNC_RUN_TESTS_TAINTED=$tmp/tainted \
+	bash "$runner" --dir "$tmp/bin" --gates "$tmp/gates-o" c-kcsan e-oot >"$tmp/out3" 2>&1
+grep -q -F -x "FAIL e-oot: (kernel log)" "$tmp/out3" || fail "@taint-allowed 4096 did not fail an E taint"
+grep -q -F -x "FAIL c-kcsan: (kernel log)" "$tmp/out3" || fail "another @kcsan-report still exempted KCSAN's line"
+grep -v '^@taint-allowed	' "$gates" >"$tmp/gates-none"
+NTSYNC_RUN_TESTS_KMSG=$tmp/kmsg NTSYNC_RUN_TESTS_TAINTED=$tmp/tainted \
+	bash "$runner" --dir "$tmp/bin" --gates "$tmp/gates-none" >"$tmp/out4" 2>&1
+rc=$?
+[ $rc = 2 ] || fail "a gate list without @taint-allowed gave exit $rc, not 2"
+grep -q "has no '@taint-allowed" "$tmp/out4" || fail "no message for the missing @taint-allowed line"
+
 [ $fails = 0 ] && echo "check-run-tests: all checks passed"
 [ $fails = 0 ]

@@ -598,7 +598,7 @@ def main(argv, epilog_more=""):
 exit codes: 0 passed, 1 failed (tests, a job command, or a kernel-log/taint/unload gate),
 2 bad usage, 3 infrastructure (image build, boot, a stage that stalled).
 environment: NTSYNC_CACHE (default /var/cache/ntsync), NTSYNC_ACCEL=tcg|kvm, NTSYNC_TIMEOUT_SCALE,
-NTSYNC_MAX_AGE_DAYS (default 14: images and kernel roots older are built again).""")
+NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels older are built again).""")
     ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image", "secure-boot"])
     ap.add_argument("--suite", default=None,
                     help=f"{suites.describe(image_only=True)}; default {suites.DEFAULT}, for bench "

@@ -7,7 +7,10 @@ Debian trixie's linux-source-6.12 with a small guest configuration
          each other, so it is a kernel of its own
 The build runs in a trixie root (roots.mmdebstrap), with trixie's gcc-14, the compiler DKMS
 uses in a trixie guest. Everything goes to $NTSYNC_CACHE/FLAVOUR-kernel/: root/ (the build
-root, the tree in root/build/linux-source-6.12), debs/, build.log, stamp."""
+root, the tree in root/build/linux-source-6.12), debs/, build.log, stamp. Both age under the
+one cache policy of images and kernel roots (roots.stale, NTSYNC_MAX_AGE_DAYS, 14 days): the
+build root is made again when it is older (stamp root/.complete), and a finished build older
+than that (its stamp file) is no longer taken as cached: build-kernel builds it again."""
 
 import argparse
 import os
@@ -27,6 +30,19 @@ ALWAYS = "DEBUG_FS TIME_NS USER_NS DEVTMPFS EXT4_FS VIRTIO_BLK 9P_FS MODULE_UNLO
 PACKAGES = ["build-essential", "bc", "bison", "flex", "libelf-dev", "libssl-dev", "kmod", "cpio", "rsync",
             "dpkg-dev", "debhelper", "python3", "xz-utils", "fakeroot", "linux-source-6.12"]
 TREE = "/build/linux-source-6.12"
+
+
+def build_root(base, what="kernel build root"):
+    """The trixie root of PACKAGES that builds the kernel, BASE/root: kept while fresh, made
+    again by roots.cached_root (the age rule of every root) when missing or stale."""
+    return roots.cached_root(base / "root", "trixie", [f"deb {MIRROR} trixie main"], PACKAGES, what)
+
+
+def cached_build(base):
+    """Why the finished build in BASE cannot be reused (a reason), or None when it can."""
+    if not list((base / "debs").glob("linux-image-*.deb")):
+        return "no linux-image-*.deb in debs/"
+    return roots.stale(base / "stamp")
 
 
 def main(argv):
@@ -49,11 +65,14 @@ def main(argv):
         say(f"removed {root}")
         return 0
     require_root("build-kernel")
-    if not o.force and stampf.exists() and list((base / "debs").glob("linux-image-*.deb")):
+    why = cached_build(base)
+    if not o.force and why is None:
         print(f"ntsync-vm build-kernel: cached build in {base / 'debs'} (use --force to rebuild):")
         for d in sorted((base / "debs").iterdir()):
             print(d)
         return 0
+    if not o.force and stampf.exists():
+        say(f"the {fl} kernel in {base / 'debs'} is built again: {why}")
     base.mkdir(parents=True, exist_ok=True)
     start = time.time()
     say(f"log in {logf}")
@@ -67,13 +86,12 @@ def main(argv):
     def out_of_root(cmd):
         return roots.in_root(root, ["sh", "-c", cmd], capture_output=True, text=True).stdout.strip()
 
-    if not (root / "usr/bin/gcc").exists() or not list((root / "usr/src").glob("linux-source-6.12.tar.*")):
-        say(f"creating the trixie build root in {root} (mmdebstrap)")
-        roots.safe_rm(root)
-        try:
-            roots.mmdebstrap("trixie", root, [f"deb {MIRROR} trixie main"], PACKAGES, base / "mmdebstrap.log")
-        except Failure as e:
-            raise Failure(f"{e}\n(is {MIRROR} reachable?)", 1)
+    try:
+        build_root(base, f"trixie build root of the {fl} kernel")
+    except Failure as e:
+        raise Failure(f"{e}\n(is {MIRROR} reachable?)", 1)
+    if not list((root / "usr/src").glob("linux-source-6.12.tar.*")):
+        raise Failure(f"no /usr/src/linux-source-6.12.tar.* in {root}; run build-kernel --clean and again", 1)
     tarball = sorted((root / "usr/src").glob("linux-source-6.12.tar.*"))[0].relative_to(root)
     srcver = out_of_root("dpkg-query -W -f='${Version}' linux-source-6.12")
     say(f"linux-source-6.12 {srcver}")
