@@ -15,7 +15,7 @@
  *
  * One case puts a 32-bit process on objects made by a 64-bit one, as Wine's
  * 32-bit clients of a 64-bit wineserver: the i386 build of this program
- * (tests/build-static) runs it with the installed 64-bit build
+ * (meson/build-static) runs it with the installed 64-bit build
  * (/usr/libexec/ntsync/tests/test-share, or $NTSYNC_SHARE_AMD64) as the
  * maker of the objects; the 64-bit build runs it with the i386 build as the
  * user when $NTSYNC_SHARE_I386 names one.  Without the other build the case

@@ -13,7 +13,7 @@
 #                  [--memcg N]
 #
 #   --bindir DIR  where ntsync-fuzz, ntsync-abuse, ntsync-linearize are (an
-#                 amd64/ folder of tests/build-static); default: next to this
+#                 amd64/ folder of meson/build-static); default: next to this
 #                 script, else PATH
 #   --bindir32 DIR  the same programs built for i386 (compat ioctls); default
 #                 DIR/../i386 when it exists
@@ -26,7 +26,7 @@
 #                 share of --seconds (for a long concurrent run on a slow kernel)
 #   --no-rmmod    leave the module loaded (when the driver is built in, rmmod
 #                 is skipped anyway)
-#   --suite DIR   first run the conformance suite built by tests/build-static:
+#   --suite DIR   first run the conformance suite built by meson/build-static:
 #                 every DIR/amd64/test-* and DIR/i386/test-* program (one
 #                 result per program: cmocka exits with its number of failures)
 #   --linearize N seconds of ntsync-linearize (concurrent histories checked for
@@ -94,7 +94,7 @@ abuse32=$(find_bin32 ntsync-abuse)
 lin=$(find_bin ntsync-linearize)
 lin32=$(find_bin32 ntsync-linearize)
 if [ -z "$fuzz" ] || [ -z "$abuse" ]; then
-	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with tests/build-static OUTDIR and pass --bindir OUTDIR/amd64" >&2
+	echo "guest-abuse: no ntsync-fuzz/ntsync-abuse in $bindir or PATH; build them with meson/build-static OUTDIR and pass --bindir OUTDIR/amd64" >&2
 	exit 2
 fi
 if [ -z "$gates" ]; then

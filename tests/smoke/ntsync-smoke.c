@@ -6,7 +6,7 @@
  * The full conformance suite is tests/; this is the module's quick proof.
  *
  * Built by meson (tests/smoke/meson.build); static copies for guests by
- * tests/build-static.
+ * meson/build-static.
  */
 
 #include <errno.h>

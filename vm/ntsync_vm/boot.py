@@ -1,6 +1,6 @@
 """`ntsync-vm boot [KERNEL] --job smoke|fuzz|bench|upstream`: a kernel booted with nothing but
 an initramfs (busybox, the module built for exactly that kernel, static programs from
-tests/build-static, an /init), the console judged on the host.
+meson/build-static, an /init), the console judged on the host.
 
 KERNEL is a suite of the suite table (its cloud kernel, from the suite's kernel root) or, for
 the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`).

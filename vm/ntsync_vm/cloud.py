@@ -63,7 +63,7 @@ def build_debs():
 
 
 def build_i386_suite():
-    """The conformance suite as static i386 executables (tests/build-static --arch i386),
+    """The conformance suite as static i386 executables (meson/build-static --arch i386),
     for the compat ioctl path."""
     try:
         d = static.build(["i386"]) / "i386"

@@ -1,4 +1,4 @@
-"""The guest programs as static binaries (tests/build-static: meson cross builds), flat per
+"""The guest programs as static binaries (meson/build-static: meson cross builds), flat per
 architecture: OUT/amd64/ and OUT/i386/ with every test-*, ntsync-run-tests, kernel-log-gates,
 ntsync-smoke, ntsync-bench, ntsync-fuzz, ntsync-abuse and ntsync-linearize. Cached by the
 hash of the sources that go into them."""
@@ -23,10 +23,10 @@ def _complete(d):
 
 
 def build(arches=ARCHES):
-    """OUT with OUT/ARCH/ for each of ARCHES, built by tests/build-static when not cached."""
-    script = REPO / "tests/build-static"
+    """OUT with OUT/ARCH/ for each of ARCHES, built by meson/build-static when not cached."""
+    script = REPO / "meson/build-static"
     if not script.exists():
-        raise Failure("tests/build-static is missing; it builds the guest programs")
+        raise Failure("meson/build-static is missing; it builds the guest programs")
     key = tree_hash(source_files(SOURCES))
     out = cache() / "static" / key
     todo = [a for a in arches if not (out / a / ".ok").exists()]
@@ -37,17 +37,17 @@ def build(arches=ARCHES):
     for arch in todo:
         logf = out / f"build-{arch}.log"
         t = time.monotonic()
-        say(f"static {arch} programs: tests/build-static --arch {arch} (log {logf})")
+        say(f"static {arch} programs: meson/build-static --arch {arch} (log {logf})")
         with open(logf, "w") as lf:
             try:
                 r = subprocess.run(["bash", str(script), "--arch", arch, str(out)], stdout=lf,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=1800)
             except subprocess.TimeoutExpired:
-                raise Failure(f"tests/build-static --arch {arch} timed out after 30 min; see {logf}")
+                raise Failure(f"meson/build-static --arch {arch} timed out after 30 min; see {logf}")
         missing = _complete(out / arch) if r.returncode == 0 else []
         if r.returncode or missing:
             why = f"exit {r.returncode}" if r.returncode else f"no {', '.join(missing)} in {out / arch}"
-            raise Failure(f"tests/build-static --arch {arch} failed ({why}); last lines of {logf}:\n"
+            raise Failure(f"meson/build-static --arch {arch} failed ({why}); last lines of {logf}:\n"
                           f"{tail_text(logf, 15)}")
         (out / arch / ".ok").write_text("")
         say(f"static {arch} programs: built in {time.monotonic() - t:.0f} s")

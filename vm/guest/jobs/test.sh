@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034  # JOB_RC is read by guest.sh, which sources this file
 # Job "test": the installed cmocka conformance suite (package ntsync-tests), then, when the
-# host sent it (i386/, from tests/build-static), the same suite built as static i386
+# host sent it (i386/, from meson/build-static), the same suite built as static i386
 # executables, which goes through the driver's compat ioctl path.  The last line of job.log
 # adds both up: "N passed, N failed, N skipped".
 summary_of() {
