@@ -5,6 +5,7 @@ recorded console logs (test_data/), the kernel-log gates (tests/kernel-log-gates
 exemption, taint), stage time-outs, the boot-crash retry rule and the guest lock. Runs in
 `meson test` (suite vm)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -453,6 +454,84 @@ class Console(unittest.TestCase):
         self.assertIn("install", times)
         self.assertIn("boot_to_first_test", times)
         self.assertEqual(w.counts["PASS"], 1)
+
+
+class FailingRuns(unittest.TestCase):
+    """Recorded consoles of real failing runs (vm/tests/test_data/failing/README.md says how
+    each was made), replayed through the one guest loop by vm/tests/qemu-standin: each must
+    give the verdict the run gave."""
+
+    FAIL = DATA / "failing"
+
+    def replaying(self, *consoles, **env):
+        t = tempfile.TemporaryDirectory()
+        self.addCleanup(t.cleanup)
+        saved = dict(os.environ)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+        for k in list(os.environ):
+            if k.startswith(("NTSYNC_", "STANDIN_")):
+                del os.environ[k]
+        log = Path(t.name) / "calls"
+        log.write_text("")
+        os.environ.update({"NTSYNC_CACHE": t.name, "NTSYNC_ACCEL": "tcg", "NTSYNC_VM_PARALLEL": "1",
+                           "NTSYNC_QEMU": str(HERE / "qemu-standin"), "STANDIN_LOG": str(log),
+                           "STANDIN_CONSOLE": ":".join(str(c) for c in consoles), **env})
+        return Path(t.name), log
+
+    def smoke(self, name):
+        t, calls = self.replaying(self.FAIL / name)
+        m = qemu.Machine(console=t / "c.log", kernel=t / "vmlinuz")
+        (text, _), _, err = quiet(boot.boot, m, 60)
+        rc, out, err2 = quiet(boot.judge_smoke, text, "trixie")
+        return rc, out + err + err2, len(calls.read_text().splitlines())
+
+    def test_module_oopses(self):
+        rc, out, boots = self.smoke("smoke-oops.console")
+        self.assertEqual(rc, 1)
+        self.assertEqual(boots, 1, "our module is in the oops: the driver's fault, not booted again")
+        for said in ("rmmod failed or never ran", "unexpected kernel taint 'none'",
+                     "kernel Oops: [    5.166476] Oops: Oops: 0002 [#1] PREEMPT SMP NOPTI (console)",
+                     "kernel panic: [    5.203771] Kernel panic - not syncing: Fatal exception (console)",
+                     "kernel log shows a report"):
+            self.assertIn(said, out)
+
+    def test_suite_fails_a_case(self):
+        rc, out, boots = self.smoke("smoke-case.console")
+        self.assertEqual((rc, boots), (1, 1))
+        self.assertIn("FAIL test_sem:107: release returned prev 0", out)
+        self.assertIn("smoke: 110 passed, 1 failed", out.splitlines())
+        self.assertIn("== rmmod ok", out.splitlines())  # the gates themselves were clean
+        self.assertNotIn("kernel log shows a report", out)
+
+    def test_stalls_at_boot(self):
+        t, _ = self.replaying(self.FAIL / "test-stall.console", STANDIN_HANG="1", NTSYNC_TIMEOUT_SCALE="0.005")
+        w = cloud.StageWatch({}, False, 600)
+        start = time.monotonic()
+        r, _, _ = quiet(run.guest, qemu.Machine(console=t / "console.log"), w)
+        self.assertLess(time.monotonic() - start, 20, "the stalled QEMU is stopped")
+        self.assertEqual((r.rc, r.stalled, w.stage, w.done), (124, "stage 'boot'", "boot", None))
+        msg = r.stall_message()
+        self.assertIn("stage 'boot' stalled: no progress for 2s under TCG", msg)
+        self.assertIn("Begin: Loading essential drivers ... done.", msg)  # the tail shows where
+
+    def test_kvm_dies(self):
+        # Not a recording: this machine has no /dev/kvm. The stand-in prints what a real QEMU
+        # printed on machines whose KVM failed (vm/ntsync_vm/accel.py's docstring), then the
+        # TCG boot replays a real passing console.
+        t, calls = self.replaying(DATA / "smoke-trixie.console", STANDIN_KVM="internal-error")
+        del os.environ["NTSYNC_ACCEL"]
+        kvm = t / "kvm"
+        kvm.write_bytes(b"")
+        os.environ["NTSYNC_KVM_DEV"] = str(kvm)
+        from ntsync_vm import accel
+        accel.remember("kvm", "the probe said so")
+        m = qemu.Machine(console=t / "c.log", kernel=t / "vmlinuz")
+        (text, _), _, err = quiet(boot.boot, m, 60)
+        accels = [c[c.index("-accel") + 1] for c in map(json.loads, calls.read_text().splitlines())]
+        self.assertEqual(accels, ["kvm", "tcg,thread=multi"])
+        self.assertIn("KVM could not run this guest (QEMU: KVM internal error. Suberror: 1)", err)
+        self.assertEqual(accel.remembered()["accel"], "tcg")
+        self.assertEqual(quiet(boot.judge_smoke, text, "trixie")[0], 0)
 
 
 class Lock(unittest.TestCase):
