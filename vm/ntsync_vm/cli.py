@@ -16,6 +16,7 @@ SUBCOMMANDS = f"""more subcommands (each has --help):
   boot [KERNEL] --job smoke|fuzz|bench|upstream   a kernel booted with an initramfs job
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
+  wine --source DIR|TARBALL      a real Wine built against ntsync-uapi-dev in a trixie root, cached
   qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
   suites [--job JOB] [--image]   the suite table's names (JOB: what ./check runs on them)
 suites: {suites.describe()}
@@ -88,6 +89,9 @@ def main(argv):
         if sub == "build-kernel":
             from . import kernel
             return kernel.main(argv[1:])
+        if sub == "wine":
+            from . import wine
+            return wine.main(argv[1:])
         if sub == "lifecycle":
             from . import lifecycle
             return lifecycle.main(argv[1:])

@@ -248,7 +248,7 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
            "SECURE_BOOT": getattr(opts, "secure_boot", None) or "",
            "SEEDS": getattr(opts, "seeds", None) or ""}
     seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
-    extra = {}
+    extra = dict(getattr(opts, "extra_files", None) or {})  # name in the guest's input: host path
     if job == "test" and getattr(opts, "i386_dir", None):
         extra["i386"] = opts.i386_dir
     inp = artifacts.make_input(run_dir, job, env, debs, share=share, extra=extra)
@@ -256,7 +256,8 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     overlay = run_dir / "disk.qcow2"
     machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
                            smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
-                           icount=job == "bench" and not opts.no_icount)  # (TCG only: qemu.argv)
+                           icount=job == "bench" and not opts.no_icount,  # (TCG only: qemu.argv)
+                           tcg_cpu=getattr(opts, "tcg_cpu", None))
     sb = getattr(opts, "secure_boot", None)
     if sb:
         # A UEFI PC with Secure Boot: the image's own shim, GRUB and kernel boot from its

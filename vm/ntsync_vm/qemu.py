@@ -43,7 +43,8 @@ class Machine:
     name: str = "ntsync"
     mem: int = 2048                    # MiB
     smp: int = 2
-    cpu: str = None                    # None: host under KVM, max under TCG
+    cpu: str = None                    # None: host under KVM, max (or TCG_CPU) under TCG
+    tcg_cpu: str = None                # the -cpu under TCG when CPU is None (Wine: max,-smap)
     icount: bool = False               # TCG only: guest time counts guest instructions
     kernel: str = None
     initrd: str = None
@@ -71,7 +72,7 @@ def accel_args(accel, m):
         return ["-accel", "kvm"] + ([] if cpu_given else ["-cpu", "host"])
     icount = m.icount or "-icount" in m.extra
     return (["-accel", "tcg,thread=multi" if smp > 1 and not icount else "tcg"]
-            + ([] if cpu_given else ["-cpu", "max"]))
+            + ([] if cpu_given else ["-cpu", m.tcg_cpu or "max"]))
 
 
 def argv(m, accel):

@@ -534,6 +534,33 @@ class FailingRuns(unittest.TestCase):
         self.assertEqual(quiet(boot.judge_smoke, text, "trixie")[0], 0)
 
 
+class Wine(unittest.TestCase):
+    def test_no_source_says_where_to_get_one(self):
+        p = subprocess.run([str(REPO / "vm/ntsync-vm"), "wine"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no Wine source given", p.stderr)
+        self.assertIn("dl.winehq.org", p.stderr)
+        with tempfile.TemporaryDirectory() as t:
+            p = subprocess.run([str(REPO / "vm/ntsync-vm"), "wine", "--source", t], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no Wine source there", p.stderr)
+
+    def test_judge_log(self):
+        # the lines include/wine/test.h prints: failures, todos, and one summary per process
+        from ntsync_vm import wine
+        with tempfile.TemporaryDirectory() as t:
+            log = Path(t) / "ours-kernel32-sync.log"
+            log.write_text("sync.c:393: Test failed: got 0\nsync.c:100: Test marked todo: x\n"
+                           "0104:sync: 7 tests executed (0 marked as todo, 0 as flaky, 0 failures), 0 skipped.\n"
+                           "0024:sync: 100 tests executed (2 marked as todo, 0 as flaky, 1 failure), 3 skipped.\n"
+                           "exit 1\n")
+            c = wine.judge_log(log)
+            self.assertEqual((c["executed"], c["todo"], c["failures"], c["skipped"], c["exit"]), (107, 2, 1, 3, 1))
+            self.assertEqual(c["fails"], ["sync.c:393: got 0"])
+            self.assertFalse(wine.judge_log(Path(t) / "missing.log")["summary"])
+
+
 class Lock(unittest.TestCase):
     def test_one_guest_at_a_time(self):
         with tempfile.TemporaryDirectory() as t:

@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # JOB_RC is read by guest.sh, which sources this file
+# Job "wine" (vm/ntsync-vm wine --source S --run SUITE): Wine's own conformance tests of
+# synchronization, first with the driver this guest loaded (ours, or the kernel's own), then
+# with the driver unloaded, where Wine falls back to wineserver round trips.
+#
+# In: $IN/wine/wine.tar (make install-lib's DESTDIR layout, /opt/wine) and
+# $IN/wine/tests/*_test.exe, $IN/wine/tests.list (the tests to run). Out: $OUT/wine/CONFIG-EXE-TEST.log (the test program's output),
+# CONFIG-ntsync-info.txt (ntsync-info as root while kernel32's sync test runs),
+# CONFIG-fds.txt (what wineserver held then), CONFIG-wineboot.log. The host judges them.
+W=$OUT/wine
+mkdir -p "$W"
+if ! tar -xf "$IN/wine/wine.tar" -C /; then
+	say "wine: unpacking the Wine build failed"
+	JOB_RC=1
+	return
+fi
+export WINEPREFIX=/var/tmp/wineprefix WINEDEBUG=-all HOME=/root WINEDLLOVERRIDES="mscoree,mshtml="
+WINE=/opt/wine/bin/wine
+SERVER=/opt/wine/bin/wineserver
+# EXE:TEST, one a line (vm/ntsync_vm/wine.py's TESTS)
+TESTS=$(cat "$IN/wine/tests.list")
+
+# snapshot CONFIG: who holds the device and its objects, seen from outside Wine (root)
+snapshot() {
+	local pid
+	ntsync-info >"$W/$1-ntsync-info.txt" 2>&1
+	pid=$(pidof wineserver | cut -d' ' -f1)
+	if [ -n "$pid" ]; then
+		echo "wineserver pid $pid: $(find "/proc/$pid/fd" -lname '/dev/ntsync' 2>/dev/null | wc -l) descriptors of /dev/ntsync, $(find "/proc/$pid/fd" -lname 'anon_inode:ntsync' 2>/dev/null | wc -l) of ntsync objects, $(find "/proc/$pid/fd" | wc -l) in all" >"$W/$1-fds.txt"
+	else
+		echo "no wineserver running" >"$W/$1-fds.txt"
+	fi
+}
+
+# run_config CONFIG: a fresh prefix and every test program, one after the other
+run_config() {
+	local cfg=$1 t exe name rc logf snap
+	rm -rf "$WINEPREFIX"
+	say "== wine ($cfg): wineboot --init"
+	timeout 1200 "$WINE" wineboot --init >"$W/$cfg-wineboot.log" 2>&1
+	"$SERVER" -w
+	for t in $TESTS; do
+		exe=${t%%:*} name=${t#*:}
+		logf=$W/$cfg-${exe%_test.exe}-$name.log
+		snap=
+		if [ "$t" = kernel32_test.exe:sync ]; then
+			(sleep 30 && snapshot "$cfg") &
+			snap=$!
+		fi
+		timeout 2400 "$WINE" "$IN/wine/tests/$exe" "$name" >"$logf" 2>&1
+		rc=$?
+		[ -z "$snap" ] || wait "$snap"
+		echo "exit $rc" >>"$logf"
+		mark "info wine $cfg: ${exe%_test.exe} $name: exit $rc; $(grep -a -E "^[0-9a-f]+:$name:[0-9.]* [0-9]+ tests executed" "$logf" | tail -n 1 | cut -d: -f3-)"
+	done
+	"$SERVER" -k 2>/dev/null
+	"$SERVER" -w
+}
+
+run_config "$DRIVER"
+say "== wine: unloading the driver (modprobe -r ntsync); Wine then runs without /dev/ntsync"
+if [ -e /sys/module/ntsync ] && ! modprobe -r ntsync; then
+	say "wine: modprobe -r ntsync failed: $(cat /sys/module/ntsync/refcnt 2>/dev/null) users"
+	JOB_RC=1
+	return
+fi
+if [ -e /dev/ntsync ]; then
+	say "wine: /dev/ntsync is still there after modprobe -r"
+	JOB_RC=1
+	return
+fi
+run_config none
+JOB_RC=0

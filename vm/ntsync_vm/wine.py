@@ -1,0 +1,468 @@
+"""`ntsync-vm wine --source DIR|TARBALL`: a real Wine, built the way a Debian user builds it,
+against this tree's ntsync-uapi-dev (issue 25).
+
+The build runs in a trixie root (roots.cached_root: mmdebstrap, aged like every root) with
+trixie's gcc, mingw-w64 (the PE side) and the ntsync-uapi-dev package built from this tree
+and installed with dpkg, and Wine's configure is given `pkg-config --cflags ntsync-uapi`,
+the README's recipe. 64-bit only (--enable-win64, x86_64 PE): the 32-bit PE side (WoW64)
+needs gcc-mingw-w64-i686 and builds every DLL twice, which a 2-core machine pays for with
+most of another build.
+
+The result is cached by the source's hash under $NTSYNC_CACHE/wine/HASH: the install of
+`make install-lib` as wine.tar (DESTDIR layout, /opt/wine), the sync test programs, the
+build log and facts.txt, which proves the backend is compiled in (config.h says
+HAVE_LINUX_NTSYNC_H, wineserver contains "/dev/ntsync") and shows the other case: Wine's two
+ntsync files compiled without our flags against trixie's own <linux/ntsync.h> (the 6.10
+preview, without NTSYNC_IOC_EVENT_READ) are the stubs: no ioctl call, no device path.
+
+Wine's source is not part of this tree and is never fetched by it: a user downloads one
+(WineHQ's tarball, a git checkout, a wine-staging or wine-tkg tree) and names it here.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+from . import roots, suites
+from .util import Failure, Usage, cache, fmt_secs, require_root, say
+
+PACKAGES = ["gcc", "make", "flex", "bison", "gcc-mingw-w64-x86-64", "pkgconf", "libc6-dev", "perl",
+            "xz-utils", "ca-certificates"]
+PREFIX = "/opt/wine"
+# The README's configure line: everything that needs a library we do not install is off.
+CONFIGURE = ["./configure", "--enable-win64", f"--prefix={PREFIX}", "--without-x", "--without-freetype",
+             "--without-fontconfig", "--without-gstreamer", "--without-alsa", "--without-pulse",
+             "--without-cups", "--without-dbus", "--without-gnutls", "--without-krb5", "--without-sane",
+             "--without-usb", "--without-v4l2", "--without-vulkan", "--without-opengl", "--without-sdl",
+             "--without-udev", "--without-capi", "--without-gphoto", "--without-netapi", "--without-pcap",
+             "--without-pcsclite", "--without-ffmpeg", "--without-wayland"]
+# The test programs the guests run (Wine's own conformance tests of synchronization).
+TEST_DIRS = ["dlls/ntdll/tests", "dlls/kernel32/tests"]
+BACKEND = ["server/inproc_sync.c", "dlls/ntdll/unix/sync.c"]
+WHERE = ("a Wine source, 10.16 or later: WineHQ's tarball (https://dl.winehq.org/wine/source/), "
+         "a git checkout of Wine, or a wine-staging/wine-tkg tree; this project's machines have one "
+         "in ../shared/wine/")
+
+
+def source_hash(src):
+    """12 hex digits naming SRC: a tarball's bytes, or a folder's files (names and contents)."""
+    h = hashlib.sha256()
+    if src.is_file():
+        with open(src, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()[:12]
+    for path in sorted(p for p in src.rglob("*") if p.is_file() and ".git" not in p.relative_to(src).parts):
+        h.update(str(path.relative_to(src)).encode() + b"\0")
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:12]
+
+
+def check_source(src):
+    """SRC must be a Wine source: a folder with configure and server/, or a tarball of one."""
+    if src.is_dir():
+        if not (src / "configure").is_file() or not (src / "server").is_dir():
+            raise Usage(f"--source {src}: no Wine source there (no configure and server/); want {WHERE}")
+        return
+    if not src.is_file():
+        raise Usage(f"--source {src}: no such file or folder; want {WHERE}")
+    seen = set()
+    try:
+        with tarfile.open(src) as tf:
+            for ti in tf:
+                m = re.fullmatch(r"[^/]+/(configure|server/inproc_sync\.c|server/request\.c)", ti.name)
+                if m:
+                    seen.add(m.group(1))
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise Usage(f"--source {src}: not a readable tarball ({e}); want {WHERE}")
+    if "configure" not in seen or "server/request.c" not in seen:
+        raise Usage(f"--source {src}: not a Wine source tarball (no TOP/configure and TOP/server/); want {WHERE}")
+    if "server/inproc_sync.c" not in seen:
+        raise Usage(f"--source {src}: this Wine has no ntsync backend (no server/inproc_sync.c), so it is older "
+                    f"than 10.16; want {WHERE}")
+
+
+def wine_version(tree):
+    try:
+        return (tree / "VERSION").read_text().strip()
+    except OSError:
+        return "Wine (version unknown)"
+
+
+def build_root():
+    return roots.cached_root(cache() / "wine" / "root", "trixie", suites.SUITES["trixie"]["sources"],
+                             PACKAGES, "Wine build root")
+
+
+def install_uapi(root):
+    """This tree's ntsync-uapi-dev, built as a package and installed in ROOT with dpkg."""
+    from .cloud import build_debs
+    deb = next((d for d in build_debs() if d.name.startswith("ntsync-uapi-dev_")), None)
+    if deb is None:
+        raise Failure("the packages built from this tree have no ntsync-uapi-dev; see debian/control")
+    shutil.copy2(deb, root / "tmp" / deb.name)
+    r = roots.in_root(root, ["dpkg", "-i", f"/tmp/{deb.name}"], capture_output=True, text=True)
+    (root / "tmp" / deb.name).unlink(missing_ok=True)
+    if r.returncode:
+        raise Failure(f"dpkg -i {deb.name} in the Wine build root failed:\n{r.stdout}{r.stderr}")
+    return deb.name
+
+
+def sh(root, script, logf, what):
+    """SCRIPT (sh) in ROOT, appended to LOGF; a failure names the step and the log."""
+    with open(logf, "a") as lf:
+        lf.write(f"\n### {what}: {script}\n")
+        lf.flush()
+        r = roots.in_root(root, ["sh", "-c", script], stdout=lf, stderr=subprocess.STDOUT)
+    if r.returncode:
+        tail = "\n  ".join(Path(logf).read_text(errors="replace").splitlines()[-25:])
+        raise Failure(f"{what} failed (exit {r.returncode}); last lines of {logf}:\n  {tail}")
+
+
+def out_of(root, script):
+    return roots.in_root(root, ["sh", "-c", script], capture_output=True, text=True).stdout.strip()
+
+
+def patches_key(patches):
+    h = hashlib.sha256()
+    for p in patches:
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()[:8]
+
+
+def tree_state(root):
+    try:
+        return json.loads((root / "build" / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def prepare_tree(root, src, key, patches, logf):
+    """/build/wine in ROOT holding SRC (hash KEY) with PATCHES applied: the tree of the last
+    build is kept, so a build of the same source with other patches is incremental (the old
+    patches are reversed, the new ones applied, make rebuilds what they touch)."""
+    tree = root / "build" / "wine"
+    state = tree_state(root)
+    if state.get("source") == key and state.get("configured") and tree.is_dir():
+        for old in reversed(state.get("patches", [])):
+            sh(root, f"cd /build/wine && patch -R -s -p1 < /build/patches/{old}", logf, f"reversing {old}")
+        say("reusing the configured build tree of this source (incremental)")
+    else:
+        roots.safe_rm(root / "build")
+        tree.mkdir(parents=True)
+        say(f"unpacking the source into the build root; log {logf}")
+        if src.is_dir():
+            subprocess.run(["cp", "-a", f"{src}/.", str(tree)], check=True)
+        else:
+            subprocess.run(["tar", "-xf", str(src), "-C", str(tree), "--strip-components=1"], check=True)
+        state = {"source": key, "configured": False, "patches": []}
+    pdir = root / "build" / "patches"
+    pdir.mkdir(exist_ok=True)
+    names = []
+    for n, p in enumerate(patches, 1):
+        name = f"{n:02d}-{Path(p).name}"
+        shutil.copy2(p, pdir / name)
+        sh(root, f"cd /build/wine && patch -s -p1 < /build/patches/{name}", logf, f"applying {Path(p).name}")
+        names.append(name)
+    state["patches"] = names
+    (root / "build" / "state.json").write_text(json.dumps(state) + "\n")
+    return tree, state
+
+
+def build(src, jobs=None, rebuild=False, patches=()):
+    """The cached build of SRC with PATCHES applied: its folder under $NTSYNC_CACHE/wine."""
+    src = Path(src).resolve()
+    check_source(src)
+    for p in patches:
+        if not Path(p).is_file():
+            raise Usage(f"--patch {p}: no such file")
+    say(f"hashing the Wine source {src}")
+    key = source_hash(src)
+    name = key + (f"+{patches_key(patches)}" if patches else "")
+    out = cache() / "wine" / name
+    if (out / "ok").exists() and not rebuild:
+        say(f"Wine build: cached {out} ({(out / 'facts.txt').read_text().splitlines()[0]})")
+        return out
+    require_root("wine (the build runs in a Debian root)")
+    root = build_root()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    logf = out / "build.log"
+    uapi = install_uapi(root)
+    t0 = time.monotonic()
+    tree, state = prepare_tree(root, src, key, patches, logf)
+    version = wine_version(tree)
+    jobs = jobs or os.cpu_count() or 2
+    if not state["configured"]:
+        say(f"{version}: configure (about 15 s)")
+        sh(root, f'cd /build/wine && {shlex.join(CONFIGURE)} CPPFLAGS="$(pkg-config --cflags ntsync-uapi)"',
+           logf, "configure")
+        state["configured"] = True
+        (root / "build" / "state.json").write_text(json.dumps(state) + "\n")
+    have = out_of(root, "grep -c '^#define HAVE_LINUX_NTSYNC_H 1' /build/wine/include/config.h || true")
+    if have != "1":
+        raise Failure(f"configure did not find <linux/ntsync.h> with ntsync-uapi's flags "
+                      f"(include/config.h has no HAVE_LINUX_NTSYNC_H); see {logf}")
+    # Every directory's all target but the test programs', then the two test programs the
+    # guests run: most of Wine's 327 test programs are left out (the build's biggest cost).
+    targets = out_of(root, "cd /build/wine && sed -n 's,^\\([^ :#]*\\)/all:.*,\\1/all,p' Makefile "
+                           "| grep -v -e '/tests/all$' -e '^po/all$' | tr '\\n' ' '")
+    if not targets:
+        raise Failure(f"Wine's Makefile lists no DIR/all targets; see {logf}")
+    targets += " " + " ".join(f"{d}/all" for d in TEST_DIRS)
+    say(f"{version}: make -k -j{jobs} ({len(targets.split())} targets; a first build takes about 40 min "
+        "on 2 cores)")
+    t1 = time.monotonic()
+    sh(root, f"cd /build/wine && make -k -j{jobs} {targets} >/build/make.log 2>&1; "
+             "grep -E '^make(\\[[0-9]+\\])?: \\*\\*\\*' /build/make.log | sort -u | tail -n 40; true", logf, "make")
+    make_secs = time.monotonic() - t1
+    return finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0, patches)
+
+
+def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0, patches=()):
+    """After make: install-lib, the package of the result, the test programs, the facts."""
+    shutil.copy2(root / "build/make.log", out / "make.log")
+    failed = sorted(set(re.findall(r"\*\*\* \[[^]]*: ([^]]+)\] Error",
+                                   (out / "make.log").read_text(errors="replace"))))
+    for needed in ("server/wineserver", "loader/wine", "dlls/ntdll/ntdll.so"):
+        if not (tree / needed).exists():
+            raise Failure(f"the build made no {needed}; failed targets: {', '.join(failed) or 'none named'}; "
+                          f"see {out / 'make.log'}")
+    # install-lib wants every target; the ones that cannot be built here (the fonts without
+    # FreeType, sqlite3 without its amalgamation) are made empty, and said so.
+    emptied = []
+    for f in failed:
+        p = tree / f
+        if not p.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"")
+            emptied.append(f)
+    roots.safe_rm(root / "build/inst")
+    sh(root, "cd /build/wine && make -k install-lib DESTDIR=/build/inst >/build/install.log 2>&1; "
+             f"test -x /build/inst{PREFIX}/bin/wine && test -x /build/inst{PREFIX}/bin/wineserver", out / "build.log",
+       "make install-lib")
+    subprocess.run(["tar", "-cf", str(out / "wine.tar"), "-C", str(root / "build/inst"), "."], check=True)
+    tests = out / "tests"
+    tests.mkdir(exist_ok=True)
+    for d in TEST_DIRS:
+        exe = next(iter(sorted((tree / d).glob("*_test.exe")) + sorted((tree / d).glob("x86_64-windows/*_test.exe"))),
+                   None)
+        if exe is None:
+            raise Failure(f"no test program in {d}; see {out / 'make.log'}")
+        shutil.copy2(exe, tests / exe.name)
+    facts = prove_backend(root, tree)
+    lines = [f"{version}, source {src.name} ({name}), built {time.strftime('%Y-%m-%d')} in a trixie root "
+             f"with {uapi}" + (f"; patches: {', '.join(Path(p).name for p in patches)}" if patches else ""),
+             f"make: {fmt_secs(make_secs)} with -j{jobs}; whole build {fmt_secs(time.monotonic() - t0)}",
+             f"targets that failed and were made empty for install-lib: {', '.join(emptied) or 'none'}",
+             f"install: {sum(1 for _ in (root / 'build/inst').rglob('*'))} files, "
+             f"{(out / 'wine.tar').stat().st_size // 2**20} MiB (wine.tar)"] + facts
+    (out / "facts.txt").write_text("\n".join(lines) + "\n")
+    roots.safe_rm(root / "build/inst")
+    (out / "ok").write_text("")
+    for line in lines:
+        print(line)
+    return out
+
+
+def prove_backend(root, tree):
+    """Facts: the backend is compiled in; the same files without our flags give stubs."""
+    facts = []
+    hits = out_of(root, "grep -c /dev/ntsync /build/wine/server/wineserver || true")
+    if hits in ("", "0"):
+        raise Failure("the wineserver built has no /dev/ntsync in it: the ntsync backend is not compiled in")
+    facts.append("backend compiled in: include/config.h has HAVE_LINUX_NTSYNC_H 1; server/wineserver "
+                 "contains /dev/ntsync")
+    # Each backend file compiled to assembly with the build's own command line (make -n),
+    # with our flags and with them taken out: count the ioctl calls and the device path.
+    uapi = out_of(root, "pkg-config --cflags ntsync-uapi")
+    if not uapi:
+        raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
+    for f in BACKEND:
+        obj = f[:-2] + ".o"
+        cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | grep -F -- '-o {obj}' | tail -n 1")
+        if f"-o {obj}" not in cmd or uapi not in cmd:
+            raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
+        counts = {}
+        for label, flags in (("with", uapi), ("without", "")):
+            one = cmd.replace(f"-o {obj}", f"-S -o /tmp/{label}.s").replace(uapi, flags)
+            script = (f"cd /build/wine && {one} 2>/tmp/cc.err && "
+                      f"grep -c -E 'call[[:space:]]+ioctl|/dev/ntsync' /tmp/{label}.s || true")
+            counts[label] = out_of(root, script) or f"not compiled ({out_of(root, 'head -n 1 /tmp/cc.err')})"
+        facts.append(f"{f}: ioctl calls and device paths in its code: {counts['with']} with "
+                     f"`pkg-config --cflags ntsync-uapi`, {counts['without']} without (trixie's own "
+                     f"<linux/ntsync.h>: the stubs)")
+        if counts["with"] in ("0", "") or counts["without"] != "0":
+            raise Failure(f"{f}: expected ioctl calls with our flags and none without: {counts}")
+    return facts
+
+
+# ------------------------------------------------------------------ guests
+
+# What include/wine/test.h prints: "PID:TEST:ELAPSED N tests executed (T marked as todo, F as
+# flaky, X failures), S skipped." (ELAPSED empty unless WINETEST_TIME is set) at the end of
+# every process of a test (children print their own), and "FILE:LINE:ELAPSED Test failed: ...".
+SUMMARY = re.compile(r"^[0-9a-f]+:(\w+):[0-9.]* (\d+) tests executed \((\d+) marked as todo, (\d+) as flaky, "
+                     r"(\d+) failures?\), (\d+) skipped\.")
+FAILED_LINE = re.compile(r"^(\w+\.c:\d+):[0-9.]* Test failed: (.*)$")
+
+
+def judge_log(path):
+    """(executed, todo, failures, skipped, [failing lines], exit) of one test program's log."""
+    text = Path(path).read_text(errors="replace") if Path(path).exists() else ""
+    executed = todo = failures = skipped = 0
+    fails = []
+    seen = False
+    for line in text.splitlines():
+        m = SUMMARY.match(line)
+        if m:
+            seen = True
+            executed += int(m.group(2))
+            todo += int(m.group(3))
+            failures += int(m.group(5))
+            skipped += int(m.group(6))
+        f = FAILED_LINE.match(line)
+        if f:
+            fails.append(f"{f.group(1)}: {f.group(2).strip()}")
+    ex = re.findall(r"^exit (\d+)$", text, re.M)
+    return {"executed": executed, "todo": todo, "failures": failures, "skipped": skipped, "fails": fails,
+            "exit": int(ex[-1]) if ex else None, "summary": seen}
+
+
+def judge_run(results, label):
+    """Rows of one guest run's Wine results: [(config, program, test, counts)]."""
+    rows = []
+    wdir = Path(results) / "wine"
+    for t in TESTS:
+        exe, name = t.split(":")
+        for cfg in (label, "none"):
+            rows.append((cfg, exe, name, judge_log(wdir / f"{cfg}-{exe[:-len('_test.exe')]}-{name}.log")))
+    return rows
+
+
+TESTS = ["ntdll_test.exe:sync", "ntdll_test.exe:om", "ntdll_test.exe:thread", "kernel32_test.exe:sync",
+         "kernel32_test.exe:thread", "kernel32_test.exe:process"]
+
+
+def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200):
+    """Wine's tests in a cloud guest of SUITE with DRIVER, then without a driver."""
+    from types import SimpleNamespace
+
+    from . import cloud
+    (build_dir / "tests.list").write_text("\n".join(TESTS) + "\n")
+    o = SimpleNamespace(job="wine", driver=driver, image=None, kernel_debs=kernel_debs, rebuild=False, debs=None,
+                        no_debs=False, secure_boot=None, net=False, share=None, cmd_string="", seeds=None,
+                        mem=3072, smp=2, no_icount=True, append="", timeout=timeout, no_i386=True,
+                        i386_dir=None, verbose=False,
+                        # QEMU 7.2's TCG emulates Wine's user-mode iretq with supervisor stack
+                        # reads: with SMAP each return from Wine's syscall dispatcher oopses.
+                        tcg_cpu="max,-smap",
+                        extra_files={"wine/wine.tar": build_dir / "wine.tar", "wine/tests": build_dir / "tests",
+                                     "wine/tests.list": build_dir / "tests.list"})
+    image, debs, _ = cloud.prepare(o, suite)
+    res = cloud.run_guest("wine", suite, o, debs, image=image)
+    code, reasons = cloud.verdict(res)
+    rows = judge_run(res["results"], driver)
+    return res, code, reasons, rows
+
+
+def print_rows(res, rows):
+    print(f"Wine's tests on {res['suite']} ({res['kernel']}), driver {res['driver']} then none:")
+    print(f"  {'config':8} {'program':18} {'test':8} {'executed':>9} {'failures':>8} {'todo':>5} {'skipped':>7}  exit")
+    for cfg, exe, name, c in rows:
+        print(f"  {cfg:8} {exe:18} {name:8} {c['executed']:9d} {c['failures']:8d} {c['todo']:5d} {c['skipped']:7d}  "
+              f"{c['exit'] if c['exit'] is not None else '-'}{'' if c['summary'] else ' (no summary line)'}")
+        for f in c["fails"][:20]:
+            print(f"      {f}")
+    wdir = Path(res["results"]) / "wine"
+    for f in sorted(wdir.glob("*-fds.txt")) + sorted(wdir.glob("*-ntsync-info.txt")):
+        print(f"  {f.name}:")
+        for line in f.read_text(errors="replace").splitlines()[:40]:
+            print(f"    {line}")
+
+
+def check_cached(src, patches=()):
+    """./check's Wine step: the cached build of SRC, checked again without building anything.
+    Prints PASS/FAIL lines and 'N passed, N failed, N skipped'; 77 when nothing is cached."""
+    src = src.resolve()
+    check_source(src)
+    name = source_hash(src) + (f"+{patches_key(patches)}" if patches else "")
+    out = cache() / "wine" / name
+    if not (out / "ok").exists():
+        print(f"SKIP wine: no cached build of {src.name} ({out}); build it with "
+              f"vm/ntsync-vm wine --source {src} (about 40 min on 2 cores)")
+        print("0 passed, 0 failed, 1 skipped")
+        return 77
+    results = []
+    with tarfile.open(out / "wine.tar") as tf:
+        try:
+            server = tf.extractfile(f".{PREFIX}/bin/wineserver").read()
+        except (KeyError, AttributeError):
+            server = b""
+    results.append(("wineserver of the build opens /dev/ntsync (the backend is compiled in)",
+                    b"/dev/ntsync" in server))
+    for d in TEST_DIRS:
+        exe = Path(d).parts[1] + "_test.exe"
+        results.append((f"{exe} is there for the guests", (out / "tests" / exe).is_file()))
+    facts = (out / "facts.txt").read_text()
+    results.append(("without our flags the backend files compile to stubs (facts.txt)",
+                    all(re.search(rf"{re.escape(f)}: .* [1-9][0-9]* with .*, 0 without", facts) for f in BACKEND)))
+    for what, ok in results:
+        print(f"{'PASS' if ok else 'FAIL'} wine: {what}")
+    print(facts.splitlines()[0])
+    failed = sum(1 for _, ok in results if not ok)
+    print(f"{len(results) - failed} passed, {failed} failed, 0 skipped")
+    return 1 if failed else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="ntsync-vm wine", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--source", metavar="DIR|TARBALL", help=f"the Wine source: {WHERE}")
+    ap.add_argument("--jobs", type=int, help="make -j (default: the host's CPUs)")
+    ap.add_argument("--rebuild", action="store_true", help="build again even if this source's build is cached")
+    ap.add_argument("--patch", action="append", default=[], metavar="FILE",
+                    help="apply this patch (-p1) to the source first; repeatable (upstream/wine/)")
+    ap.add_argument("--run", action="append", default=[], metavar="SUITE[:DRIVER]",
+                    help="then run Wine's sync tests in a cloud guest of SUITE with DRIVER (ours, or in-tree), "
+                    "then with the driver unloaded; repeatable")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="build nothing: check the cached build of this source (./check); exit 77 when none")
+    ap.add_argument("--kernel-debs", metavar="DIR", help="--run: boot these kernel .debs in the guest image "
+                    "(bookworm's 6.1 under trixie's userland, which this Wine needs)")
+    o = ap.parse_args(argv)
+    if not o.source:
+        raise Usage(f"no Wine source given: pass --source with {WHERE}")
+    if o.cached_only:
+        return check_cached(Path(o.source), [Path(p).resolve() for p in o.patch])
+    plans = []
+    for r in o.run:
+        suite, _, driver = r.partition(":")
+        suite = suites.resolve(suite, image_only=True)
+        driver = driver or ("in-tree" if suites.SUITES[suite]["in_tree"] else "ours")
+        if driver not in ("ours", "in-tree"):
+            raise Usage(f"--run {r}: the driver is ours or in-tree")
+        plans.append((suite, driver))
+    out = build(Path(o.source), o.jobs, o.rebuild, [Path(p).resolve() for p in o.patch])
+    rc = 0
+    for suite, driver in plans:
+        res, code, reasons, rows = run_guest(out, suite, driver, o.kernel_debs)
+        print_rows(res, rows)
+        for r in reasons:
+            print(f"FAIL: {r}")
+        rc |= code
+        if not any(c["summary"] for _, _, _, c in rows):
+            print("FAIL: no Wine test printed its summary line")
+            rc = 1
+    return rc
