@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from . import roots, suites
-from .util import Failure, Usage, cache, fmt_secs, require_root, say
+from .util import REPO, Failure, Usage, cache, fmt_secs, require_root, say
 
 PACKAGES = ["gcc", "make", "flex", "bison", "gcc-mingw-w64-x86-64", "pkgconf", "libc6-dev", "perl",
             "xz-utils", "ca-certificates"]
@@ -260,6 +260,7 @@ def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0,
         if exe is None:
             raise Failure(f"no test program in {d}; see {out / 'make.log'}")
         shutil.copy2(exe, tests / exe.name)
+    build_winbench(root, tests)
     facts = prove_backend(root, tree)
     lines = [f"{version}, source {src.name} ({name}), built {time.strftime('%Y-%m-%d')} in a trixie root "
              f"with {uapi}" + (f"; patches: {', '.join(Path(p).name for p in patches)}" if patches else ""),
@@ -273,6 +274,20 @@ def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0,
     for line in lines:
         print(line)
     return out
+
+
+WINBENCH = REPO / "tools/winbench/ntsync-winbench.c"
+
+
+def build_winbench(root, dest):
+    """tools/winbench/ntsync-winbench.c as a Windows program, with the build root's mingw-w64."""
+    shutil.copy2(WINBENCH, root / "tmp/ntsync-winbench.c")
+    r = roots.in_root(root, ["x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+                             "/tmp/ntsync-winbench.exe", "/tmp/ntsync-winbench.c"], capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"building {WINBENCH.relative_to(REPO)} with mingw-w64 failed:\n{r.stdout}{r.stderr}")
+    shutil.move(root / "tmp/ntsync-winbench.exe", dest / "ntsync-winbench.exe")
+    (root / "tmp/ntsync-winbench.c").unlink()
 
 
 def prove_backend(root, tree):

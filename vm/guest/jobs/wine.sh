@@ -7,7 +7,8 @@
 # In: $IN/wine/wine.tar (make install-lib's DESTDIR layout, /opt/wine) and
 # $IN/wine/tests/*_test.exe, $IN/wine/tests.list (the tests to run). Out: $OUT/wine/CONFIG-EXE-TEST.log (the test program's output),
 # CONFIG-ntsync-info.txt (ntsync-info as root while kernel32's sync test runs),
-# CONFIG-fds.txt (what wineserver held then), CONFIG-wineboot.log. The host judges them.
+# CONFIG-fds.txt (what wineserver held then), CONFIG-wineboot.log, CONFIG-winbench.txt
+# (ntsync-winbench's rows). The host judges them.
 W=$OUT/wine
 mkdir -p "$W"
 if ! tar -xf "$IN/wine/wine.tar" -C /; then
@@ -54,6 +55,10 @@ run_config() {
 		echo "exit $rc" >>"$logf"
 		mark "info wine $cfg: ${exe%_test.exe} $name: exit $rc; $(grep -a -E "^[0-9a-f]+:$name:[0-9.]* [0-9]+ tests executed" "$logf" | tail -n 1 | cut -d: -f3-)"
 	done
+	if [ -f "$IN/wine/tests/ntsync-winbench.exe" ]; then
+		timeout 1800 "$WINE" "$IN/wine/tests/ntsync-winbench.exe" >"$W/$cfg-winbench.txt" 2>&1
+		mark "info wine $cfg: ntsync-winbench: exit $?"
+	fi
 	"$SERVER" -k 2>/dev/null
 	"$SERVER" -w
 }
