@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * ntsync-winbench: the NT synchronization calls a Windows program makes, timed from inside
+ * Wine: with /dev/ntsync they are ioctls of the driver; without it, round trips to
+ * wineserver. A Windows console program (mingw-w64), built by `vm/ntsync-vm wine` with the
+ * Wine build's toolchain and run in its guests.
+ *
+ *   ntsync-winbench [--quick]
+ *
+ * One line a row: "ROW NS-PER-OP OPS", then "ntsync-winbench: done". Rows:
+ *   sem.wait-release   uncontended WaitForSingleObject + ReleaseSemaphore
+ *   sem.poll           WaitForSingleObject(sem, 0) on an unsignaled semaphore (a poll)
+ *   wait-any.64        WaitForMultipleObjects over 64 events, the last one signaled
+ *   wait-all.8         WaitForMultipleObjects(bWaitAll) over 8 semaphores, released again
+ *   event.ping-pong    SetEvent/WaitForSingleObject between two threads, per round trip
+ *
+ * Time is QueryPerformanceCounter's: in a guest under -icount it counts guest instructions.
+ */
+#include <windows.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static LARGE_INTEGER freq;
+
+static double now_ns(void)
+{
+	LARGE_INTEGER t;
+
+	QueryPerformanceCounter(&t);
+	return (double)t.QuadPart * 1e9 / (double)freq.QuadPart;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "ntsync-winbench: %s failed: error %lu\n", what, GetLastError());
+	exit(1);
+}
+
+static void row(const char *name, double ns, long ops)
+{
+	printf("%-18s %12.0f %10ld\n", name, ns / ops, ops);
+	fflush(stdout);
+}
+
+static void bench_sem(long n)
+{
+	HANDLE sem = CreateSemaphoreW(NULL, 1, 1, NULL);
+	double t;
+	long i;
+
+	if (!sem)
+		die("CreateSemaphore");
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		if (WaitForSingleObject(sem, INFINITE) != WAIT_OBJECT_0)
+			die("WaitForSingleObject");
+		if (!ReleaseSemaphore(sem, 1, NULL))
+			die("ReleaseSemaphore");
+	}
+	row("sem.wait-release", now_ns() - t, n);
+
+	if (WaitForSingleObject(sem, INFINITE) != WAIT_OBJECT_0)
+		die("WaitForSingleObject");
+	t = now_ns();
+	for (i = 0; i < n; i++)
+		if (WaitForSingleObject(sem, 0) != WAIT_TIMEOUT)
+			die("the poll");
+	row("sem.poll", now_ns() - t, n);
+	CloseHandle(sem);
+}
+
+static void bench_wait_any(long n)
+{
+	HANDLE ev[MAXIMUM_WAIT_OBJECTS];
+	double t;
+	long i;
+	int k;
+
+	for (k = 0; k < MAXIMUM_WAIT_OBJECTS; k++)
+		if (!(ev[k] = CreateEventW(NULL, TRUE, k == MAXIMUM_WAIT_OBJECTS - 1, NULL)))
+			die("CreateEvent");
+	t = now_ns();
+	for (i = 0; i < n; i++)
+		if (WaitForMultipleObjects(MAXIMUM_WAIT_OBJECTS, ev, FALSE, INFINITE) !=
+		    WAIT_OBJECT_0 + MAXIMUM_WAIT_OBJECTS - 1)
+			die("WaitForMultipleObjects (any)");
+	row("wait-any.64", now_ns() - t, n);
+	for (k = 0; k < MAXIMUM_WAIT_OBJECTS; k++)
+		CloseHandle(ev[k]);
+}
+
+static void bench_wait_all(long n)
+{
+	HANDLE sem[8];
+	double t;
+	long i;
+	int k;
+
+	for (k = 0; k < 8; k++)
+		if (!(sem[k] = CreateSemaphoreW(NULL, 1, 1, NULL)))
+			die("CreateSemaphore");
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		if (WaitForMultipleObjects(8, sem, TRUE, INFINITE) != WAIT_OBJECT_0)
+			die("WaitForMultipleObjects (all)");
+		for (k = 0; k < 8; k++)
+			if (!ReleaseSemaphore(sem[k], 1, NULL))
+				die("ReleaseSemaphore");
+	}
+	row("wait-all.8", now_ns() - t, n);
+	for (k = 0; k < 8; k++)
+		CloseHandle(sem[k]);
+}
+
+struct pingpong {
+	HANDLE ping, pong;
+	long n;
+};
+
+static DWORD WINAPI ponger(void *arg)
+{
+	struct pingpong *p = arg;
+	long i;
+
+	for (i = 0; i < p->n; i++) {
+		if (WaitForSingleObject(p->ping, INFINITE) != WAIT_OBJECT_0)
+			die("WaitForSingleObject (pong side)");
+		if (!SetEvent(p->pong))
+			die("SetEvent (pong side)");
+	}
+	return 0;
+}
+
+static void bench_pingpong(long n)
+{
+	struct pingpong p = { CreateEventW(NULL, FALSE, FALSE, NULL), CreateEventW(NULL, FALSE, FALSE, NULL), n };
+	HANDLE thread;
+	double t;
+	long i;
+
+	if (!p.ping || !p.pong)
+		die("CreateEvent");
+	if (!(thread = CreateThread(NULL, 0, ponger, &p, 0, NULL)))
+		die("CreateThread");
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		if (!SetEvent(p.ping))
+			die("SetEvent");
+		if (WaitForSingleObject(p.pong, INFINITE) != WAIT_OBJECT_0)
+			die("WaitForSingleObject");
+	}
+	row("event.ping-pong", now_ns() - t, n);
+	WaitForSingleObject(thread, INFINITE);
+	CloseHandle(thread);
+	CloseHandle(p.ping);
+	CloseHandle(p.pong);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 && !strcmp(argv[1], "--quick") ? 2000 : 20000;
+
+	if (!QueryPerformanceFrequency(&freq))
+		die("QueryPerformanceFrequency");
+	printf("%-18s %12s %10s\n", "row", "ns/op", "ops");
+	bench_sem(n);
+	bench_wait_any(n / 4);
+	bench_wait_all(n / 4);
+	bench_pingpong(n / 4);
+	printf("ntsync-winbench: done\n");
+	return 0;
+}
