@@ -35,6 +35,25 @@ def quiet(fn, *a, **kw):
     return r, out.getvalue(), err.getvalue()
 
 
+def replaying(test, *consoles, **env):
+    """A recorded guest for TEST: vm/tests/qemu-standin plays CONSOLES, one per boot, under
+    TCG, in a scratch cache; nothing of the caller's NTSYNC_/STANDIN_ environment leaks in.
+    Returns (the scratch folder, the stand-in's log of QEMU calls)."""
+    t = tempfile.TemporaryDirectory()
+    test.addCleanup(t.cleanup)
+    saved = dict(os.environ)
+    test.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+    for k in list(os.environ):
+        if k.startswith(("NTSYNC_", "STANDIN_")):
+            del os.environ[k]
+    log = Path(t.name) / "calls"
+    log.write_text("")
+    os.environ.update({"NTSYNC_CACHE": t.name, "NTSYNC_ACCEL": "tcg", "NTSYNC_VM_PARALLEL": "1",
+                       "NTSYNC_QEMU": str(HERE / "qemu-standin"), "STANDIN_LOG": str(log),
+                       "STANDIN_CONSOLE": ":".join(str(c) for c in consoles), **env})
+    return Path(t.name), log
+
+
 class Suites(unittest.TestCase):
     def test_table(self):
         # (no list of suites here: the table is the one list; these are its rules)
@@ -402,21 +421,8 @@ class Console(unittest.TestCase):
             self.assertFalse(console.boot_crash(f.name))
         self.assertFalse(console.boot_crash(DATA / "smoke-trixie.console"))
 
-    def replaying(self, *consoles, **env):
-        """A recorded guest: vm/tests/qemu-standin plays CONSOLES, one per boot, under TCG."""
-        t = tempfile.TemporaryDirectory()
-        self.addCleanup(t.cleanup)
-        saved = dict(os.environ)
-        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
-        log = Path(t.name) / "calls"
-        log.write_text("")
-        os.environ.update({"NTSYNC_CACHE": t.name, "NTSYNC_ACCEL": "tcg", "NTSYNC_VM_PARALLEL": "1",
-                           "NTSYNC_QEMU": str(HERE / "qemu-standin"), "STANDIN_LOG": str(log),
-                           "STANDIN_CONSOLE": ":".join(str(c) for c in consoles), **env})
-        return Path(t.name), log
-
     def test_boot_job_boots_again_after_a_boot_crash(self):
-        t, calls = self.replaying(DATA / "boot-crash.console", DATA / "smoke-trixie.console")
+        t, calls = replaying(self, DATA / "boot-crash.console", DATA / "smoke-trixie.console")
         m = qemu.Machine(console=t / "c.log", kernel=t / "vmlinuz")
         (text, _), _, err = quiet(boot.boot, m, 60)
         self.assertEqual(len(calls.read_text().splitlines()), 2)
@@ -432,7 +438,7 @@ class Console(unittest.TestCase):
         self.assertEqual(len(calls.read_text().splitlines()), 1)
 
     def test_recorded_cloud_guest(self):
-        t, _ = self.replaying(DATA / "test-trixie.console")
+        t, _ = replaying(self, DATA / "test-trixie.console")
         w = cloud.StageWatch({}, False, 60)
         r, out, _ = quiet(run.guest, qemu.Machine(console=t / "console.log"), w)
         times, stage, done = w.finish()
@@ -442,7 +448,7 @@ class Console(unittest.TestCase):
         self.assertIn("running 12 test programs against ours (dkms)", out)
 
     def test_watch_stages_and_markers(self):
-        t, _ = self.replaying()
+        t, _ = replaying(self)
         c = t / "recorded"
         c.write_text("[ 1.0] Linux\n##ntsync## stage start\n##ntsync## stage install\n##ntsync## stage job\n"
                      "PASS sem: create\n##ntsync## done 0\n")
@@ -463,23 +469,8 @@ class FailingRuns(unittest.TestCase):
 
     FAIL = DATA / "failing"
 
-    def replaying(self, *consoles, **env):
-        t = tempfile.TemporaryDirectory()
-        self.addCleanup(t.cleanup)
-        saved = dict(os.environ)
-        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
-        for k in list(os.environ):
-            if k.startswith(("NTSYNC_", "STANDIN_")):
-                del os.environ[k]
-        log = Path(t.name) / "calls"
-        log.write_text("")
-        os.environ.update({"NTSYNC_CACHE": t.name, "NTSYNC_ACCEL": "tcg", "NTSYNC_VM_PARALLEL": "1",
-                           "NTSYNC_QEMU": str(HERE / "qemu-standin"), "STANDIN_LOG": str(log),
-                           "STANDIN_CONSOLE": ":".join(str(c) for c in consoles), **env})
-        return Path(t.name), log
-
     def smoke(self, name):
-        t, calls = self.replaying(self.FAIL / name)
+        t, calls = replaying(self, self.FAIL / name)
         m = qemu.Machine(console=t / "c.log", kernel=t / "vmlinuz")
         (text, _), _, err = quiet(boot.boot, m, 60)
         rc, out, err2 = quiet(boot.judge_smoke, text, "trixie")
@@ -504,7 +495,7 @@ class FailingRuns(unittest.TestCase):
         self.assertNotIn("kernel log shows a report", out)
 
     def test_stalls_at_boot(self):
-        t, _ = self.replaying(self.FAIL / "test-stall.console", STANDIN_HANG="1", NTSYNC_TIMEOUT_SCALE="0.005")
+        t, _ = replaying(self, self.FAIL / "test-stall.console", STANDIN_HANG="1", NTSYNC_TIMEOUT_SCALE="0.005")
         w = cloud.StageWatch({}, False, 600)
         start = time.monotonic()
         r, _, _ = quiet(run.guest, qemu.Machine(console=t / "console.log"), w)
@@ -518,7 +509,7 @@ class FailingRuns(unittest.TestCase):
         # Not a recording: this machine has no /dev/kvm. The stand-in prints what a real QEMU
         # printed on machines whose KVM failed (vm/ntsync_vm/accel.py's docstring), then the
         # TCG boot replays a real passing console.
-        t, calls = self.replaying(DATA / "smoke-trixie.console", STANDIN_KVM="internal-error")
+        t, calls = replaying(self, DATA / "smoke-trixie.console", STANDIN_KVM="internal-error")
         del os.environ["NTSYNC_ACCEL"]
         kvm = t / "kvm"
         kvm.write_bytes(b"")
