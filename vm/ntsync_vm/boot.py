@@ -280,25 +280,11 @@ def mainline_source():
     if (src / ".complete").exists():
         return src
     apt_dir = cache() / "upstream" / "apt"
-    shutil.rmtree(apt_dir, ignore_errors=True)
     shutil.rmtree(src, ignore_errors=True)
-    for d in ("lists/partial", "cache/archives/partial", "dl"):
-        (apt_dir / d).mkdir(parents=True)
     src.mkdir(parents=True)
-    keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
-    if not keyring.exists():
-        raise Usage(f"{keyring} is missing; install debian-archive-keyring")
-    (apt_dir / "sources.list").write_text(f"deb [signed-by={keyring}] {MIRROR} trixie-backports main\n")
-    opts = ["-q", "-o", f"Dir::Etc::SourceList={apt_dir}/sources.list", "-o", "Dir::Etc::SourceParts=/dev/null",
-            "-o", f"Dir::State::Lists={apt_dir}/lists", "-o", f"Dir::Cache={apt_dir}/cache",
-            "-o", "Acquire::Check-Valid-Until=false"]
     say("fetching linux-source-7.3 (about 170 MB, once)")
-    steps = (("update", ["apt-get", *opts, "update"]),
-             ("download", ["apt-get", *opts, "download", "linux-source-7.3"]))
-    for what, cmd in steps:
-        with open(apt_dir / f"{what}.log", "w") as lf:
-            if subprocess.run(cmd, cwd=apt_dir / "dl", stdout=lf, stderr=subprocess.STDOUT).returncode:
-                raise Usage(f"apt-get {what} for trixie-backports failed; see {apt_dir}/{what}.log")
+    apt = roots.Apt(apt_dir, [f"deb {MIRROR} trixie-backports main"])
+    apt.download(["linux-source-7.3"])
     deb = next((apt_dir / "dl").glob("linux-source-7.3_*.deb"))
     members = [f"linux-source-7.3/{f}" for f in UPSTREAM_FILES]
     tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)

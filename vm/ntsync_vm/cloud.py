@@ -256,7 +256,8 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     overlay = run_dir / "disk.qcow2"
     machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
                            smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
-                           icount=job == "bench" and not opts.no_icount,  # (TCG only: qemu.argv)
+                           # (TCG only: qemu.argv)
+                           icount=(job == "bench" or getattr(opts, "icount", False)) and not opts.no_icount,
                            tcg_cpu=getattr(opts, "tcg_cpu", None))
     sb = getattr(opts, "secure_boot", None)
     if sb:

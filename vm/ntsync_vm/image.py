@@ -162,7 +162,10 @@ def customize_root(root, extra_dir):
         for d in extra_debs:
             shutil.copy2(d, dst / d.name)
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        run(["chroot", str(root), "sh", "-c", "dpkg -i /tmp/kernel-debs/*.deb"], env=env)
+        # apt, not dpkg -i: a foreign kernel's headers need this suite's packages too
+        # (bookworm's 6.1 in trixie: trixie's gcc-12).
+        run(["chroot", str(root), "sh", "-c", "apt-get install -y -q --no-install-recommends "
+             "-o Acquire::Check-Valid-Until=false /tmp/kernel-debs/*.deb"], env=env)
         shutil.rmtree(dst)
     # MODULES=dep in a chroot would read the host's hardware: list what a QEMU guest needs.
     (root / "etc/initramfs-tools/conf.d/90_vm-guest").write_text("MODULES=list\nCOMPRESS=gzip\n")
@@ -173,8 +176,16 @@ def customize_root(root, extra_dir):
         d.unlink()
 
 
-def newest_kernel(root):
-    """Pick the kernel the image boots: the newest vmlinuz with an initrd."""
+def deb_kernel_releases(debs):
+    """The kernel releases whose linux-image packages are among DEBS (their file names)."""
+    return [m.group(1) for d in debs
+            if (m := re.match(r"linux-image-(\d[^_]*)_", Path(d).name)) and not m.group(1).endswith("-dbg")]
+
+
+def newest_kernel(root, extra_debs=()):
+    """Pick the kernel the image boots: a --kernel-debs kernel (it is why it was added,
+    even when it is older than the distribution's: bookworm's 6.1 under trixie's userland),
+    else the newest vmlinuz with an initrd."""
     def vkey(name):
         return [int(x) if x.isdigit() else x for x in re.split(r"[.\-+~]", name)]
     kernels = []
@@ -184,12 +195,50 @@ def newest_kernel(root):
             kernels.append(rel)
     if not kernels:
         raise Failure("image build: no /boot/vmlinuz-* with an initrd in the new root")
-    # A --kernel-debs kernel wins over the distribution's: it is why it was added.
+    wanted = deb_kernel_releases(extra_debs)
+    if wanted:
+        have = [r for r in kernels if r in wanted]
+        if not have:
+            raise Failure(f"image build: the --kernel-debs kernel {', '.join(wanted)} has no vmlinuz with an "
+                          f"initrd in the new root (it has {', '.join(sorted(kernels))})")
+        kernels = have
     kernels.sort(key=lambda r: (("cloud" not in r and "debug" in r) or "kasan" in r, vkey(r)))
     return kernels[-1]
 
 
-DISK_BYTES = 12 * 1024 ** 3
+def foreign_kernel_debs(suite, host_suite):
+    """SUITE's cloud kernel as .debs for an image of HOST_SUITE (--kernel-debs): the image
+    and headers, and what DKMS needs to build for it that HOST_SUITE lacks (for bookworm's
+    6.1 in trixie: its kbuild, and gcc-12, which built that kernel). Fetched once with a
+    private apt, cached under $NTSYNC_CACHE/kernel-debs/SUITE-for-HOST_SUITE, aged like images."""
+    out = cache() / "kernel-debs" / f"{suite}-for-{host_suite}"
+    if not roots.stale(out / ".complete"):
+        return out
+    log(f"kernel-debs: fetching {suite}'s cloud kernel for a {host_suite} image")
+    mine = roots.Apt(cache() / "kernel-debs" / f".apt-{suite}", suites.SUITES[suite]["sources"])
+    host = roots.Apt(cache() / "kernel-debs" / f".apt-{host_suite}", suites.SUITES[host_suite]["sources"])
+    want, todo = [], ["linux-image-cloud-amd64", "linux-headers-cloud-amd64"]
+    while todo:
+        p = todo.pop()
+        if p in want:
+            continue
+        want.append(p)
+        todo += [d for d in mine.depends(p) if not host.has(d)]
+    # The meta-packages only lead to the real ones; installed, they would pull the host's.
+    want = [p for p in want if p not in ("linux-image-cloud-amd64", "linux-headers-cloud-amd64")]
+    debs = mine.download(want)
+    roots.safe_rm(out)
+    out.mkdir(parents=True)
+    for d in debs:
+        shutil.copy2(d, out / d.name)
+    shutil.rmtree(mine.dir, ignore_errors=True)
+    shutil.rmtree(host.dir, ignore_errors=True)
+    (out / ".complete").write_text(" ".join(want) + "\n")
+    log(f"kernel-debs: {out}: {' '.join(d.name for d in debs)}")
+    return out
+
+
+DISK_BYTES = DISK_BYTES = 12 * 1024 ** 3
 PART_START = 2048  # sectors: the first partition at 1 MiB leaves the MBR gap for GRUB's core.img
 GRUB_MODULES = ["biosdisk", "part_msdos", "ext2", "normal", "linux", "configfile", "echo", "test", "search"]
 
@@ -352,7 +401,7 @@ def build_image(suite, paths, extra_debs, secure_boot=False):
     except Failure as e:
         raise Failure(f"image {name}: {e}")
     log(f"image {name}: root ready in {fmt_secs(time.monotonic() - t)}")
-    krel = newest_kernel(root)
+    krel = newest_kernel(root, extra_debs)
     work_kernel, work_initrd = work / "vmlinuz", work / "initrd.img"
     shutil.copy2(root / "boot" / f"vmlinuz-{krel}", work_kernel)
     shutil.copy2(root / "boot" / f"initrd.img-{krel}", work_initrd)

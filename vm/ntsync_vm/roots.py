@@ -215,3 +215,70 @@ def build_module(root, kdir, logf, src=REPO, dest="/tmp/ntsync", flags=("W=1",))
                     stdout=lf, stderr=subprocess.STDOUT)
     ko = Path(str(root) + dest) / "module" / "ntsync.ko"
     return r.returncode == 0 and ko.exists(), ko
+
+
+class Apt:
+    """The host's apt-get with a private state under DIR (its own sources list, lists and
+    cache; nothing of the host's apt is read or written): how packages that no root installs
+    are fetched (linux-source-7.3 for the upstream job, bookworm's kernel for the 6.1 Wine
+    guest). SOURCES: sources.list lines, signed by Debian's archive keyring."""
+
+    def __init__(self, dir, sources):
+        keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+        if not keyring.exists():
+            raise Failure(f"{keyring} is missing; install debian-archive-keyring", 2)
+        self.dir = Path(dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for d in ("lists/partial", "cache/archives/partial", "dl"):
+            (self.dir / d).mkdir(parents=True)
+        (self.dir / "status").write_text("")  # the host's installed packages are not offered
+        (self.dir / "sources.list").write_text(
+            "".join(line.replace("deb ", f"deb [signed-by={keyring}] ", 1) + "\n" for line in sources))
+        self.opts = ["-q", "-o", f"Dir::Etc::SourceList={self.dir}/sources.list",
+                     "-o", "Dir::Etc::SourceParts=/dev/null", "-o", f"Dir::State::Lists={self.dir}/lists",
+                     "-o", f"Dir::State::status={self.dir}/status",
+                     "-o", f"Dir::Cache={self.dir}/cache", "-o", "Acquire::Check-Valid-Until=false"]
+        self._run("update", ["apt-get", *self.opts, "update"])
+
+    def _run(self, what, cmd, **kw):
+        with open(self.dir / f"{what}.log", "a") as lf:
+            r = subprocess.run(cmd, cwd=self.dir / "dl", stdout=kw.pop("stdout", lf), stderr=lf, text=True, **kw)
+        if r.returncode:
+            raise Failure(f"apt-get {what} failed; last lines of {self.dir}/{what}.log:\n"
+                          f"{tail_text(self.dir / f'{what}.log', 15)}", 3)
+        return r
+
+    def depends(self, package):
+        """The packages PACKAGE depends on (apt-cache depends), first alternative only."""
+        r = self._run("depends", ["apt-cache", *self.opts, "depends", "--no-recommends", "--no-suggests",
+                                  package], stdout=subprocess.PIPE)
+        deps, alternative = [], False
+        for line in r.stdout.splitlines():
+            kind, _, name = line.strip().partition(": ")
+            if kind in ("Depends", "|Depends"):
+                if not alternative and not name.startswith("<"):
+                    deps.append(name.split()[0])
+                alternative = kind == "|Depends"
+        return deps
+
+    def download(self, packages):
+        """PACKAGES' .debs in DIR/dl."""
+        self._run("download", ["apt-get", *self.opts, "download", *packages])
+        return sorted((self.dir / "dl").glob("*.deb"))
+
+    def has(self, package):
+        """Whether the sources offer PACKAGE, as a package or as what one provides (trixie's
+        libssl3t64 provides bookworm's libssl3: fetching that would replace it)."""
+        r = subprocess.run(["apt-cache", *self.opts, "showpkg", package], capture_output=True, text=True)
+        lines = r.stdout.splitlines()
+        if r.returncode or f"Package: {package}" not in lines:
+            return False
+        # showpkg prints "Versions: " and "Reverse Provides: " each followed by its lines.
+        sections, current = {}, None
+        for line in lines:
+            if line.endswith(": ") or line.endswith(":"):
+                current = line.rstrip(": ")
+                sections[current] = []
+            elif current and line.strip():
+                sections[current].append(line)
+        return bool(sections.get("Versions") or sections.get("Reverse Provides"))

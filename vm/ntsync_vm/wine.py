@@ -31,7 +31,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from . import roots, suites
+from . import image, roots, suites
 from .util import REPO, Failure, Usage, cache, fmt_secs, require_root, say
 
 PACKAGES = ["gcc", "make", "flex", "bison", "gcc-mingw-w64-x86-64", "pkgconf", "libc6-dev", "perl",
@@ -240,17 +240,24 @@ def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0,
                           f"see {out / 'make.log'}")
     # install-lib wants every target; the ones that cannot be built here (the fonts without
     # FreeType, sqlite3 without its amalgamation) are made empty, and said so.
-    emptied = []
-    for f in failed:
+    # The tree is kept between builds: an incremental make finds the empty files of the last
+    # one up to date, so the list lives in the state file.
+    state = tree_state(root)
+    emptied = sorted(set(state.get("emptied", [])) | set(failed))
+    for f in emptied:
         p = tree / f
         if not p.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(b"")
-            emptied.append(f)
+    state["emptied"] = emptied
+    (root / "build" / "state.json").write_text(json.dumps(state) + "\n")
     roots.safe_rm(root / "build/inst")
     sh(root, "cd /build/wine && make -k install-lib DESTDIR=/build/inst >/build/install.log 2>&1; "
              f"test -x /build/inst{PREFIX}/bin/wine && test -x /build/inst{PREFIX}/bin/wineserver", out / "build.log",
        "make install-lib")
+    # Wine builds with -g: the debug information is three quarters of the install, and the
+    # guests (TCG) would unpack it for nothing.
+    strip_debug(root, root / "build/inst")
     subprocess.run(["tar", "-cf", str(out / "wine.tar"), "-C", str(root / "build/inst"), "."], check=True)
     tests = out / "tests"
     tests.mkdir(exist_ok=True)
@@ -265,15 +272,46 @@ def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0,
     lines = [f"{version}, source {src.name} ({name}), built {time.strftime('%Y-%m-%d')} in a trixie root "
              f"with {uapi}" + (f"; patches: {', '.join(Path(p).name for p in patches)}" if patches else ""),
              f"make: {fmt_secs(make_secs)} with -j{jobs}; whole build {fmt_secs(time.monotonic() - t0)}",
-             f"targets that failed and were made empty for install-lib: {', '.join(emptied) or 'none'}",
+             f"targets that failed and were made empty for install-lib: {summarize(emptied)} (emptied.txt)",
              f"install: {sum(1 for _ in (root / 'build/inst').rglob('*'))} files, "
              f"{(out / 'wine.tar').stat().st_size // 2**20} MiB (wine.tar)"] + facts
     (out / "facts.txt").write_text("\n".join(lines) + "\n")
+    (out / "emptied.txt").write_text("".join(f + "\n" for f in emptied))
     roots.safe_rm(root / "build/inst")
     (out / "ok").write_text("")
     for line in lines:
         print(line)
     return out
+
+
+def summarize(paths):
+    """'50 in fonts/, 1 in dlls/winsqlite3/x86_64-windows/ (winsqlite3.dll)': PATHS by folder."""
+    if not paths:
+        return "none"
+    folders = {}
+    for p in paths:
+        folders.setdefault(str(Path(p).parent) + "/", []).append(Path(p).name)
+    return ", ".join(f"{len(n)} in {d}" + (f" ({n[0]})" if len(n) == 1 else "")
+                     for d, n in sorted(folders.items(), key=lambda kv: -len(kv[1])))
+
+
+def strip_debug(root, top):
+    """strip --strip-debug every ELF and PE file under TOP (inside ROOT), with the root's
+    binutils and mingw-w64's."""
+    kinds = {b"\x7fELF": "strip", b"MZ": "x86_64-w64-mingw32-strip"}
+    files = {tool: [] for tool in kinds.values()}
+    for f in sorted(p for p in top.rglob("*") if p.is_file() and not p.is_symlink()):
+        with open(f, "rb") as fh:
+            head = fh.read(4)
+        for magic, tool in kinds.items():
+            if head.startswith(magic):
+                files[tool].append("/" + str(f.relative_to(root)))
+    for tool, paths in files.items():
+        for i in range(0, len(paths), 200):
+            r = roots.in_root(root, [tool, "--strip-debug", *paths[i:i + 200]], capture_output=True, text=True)
+            if r.returncode:
+                raise Failure(f"{tool} --strip-debug failed in the Wine build root:\n{r.stderr[-2000:]}")
+    return sum(len(p) for p in files.values())
 
 
 WINBENCH = REPO / "tools/winbench/ntsync-winbench.c"
@@ -305,7 +343,9 @@ def prove_backend(root, tree):
         raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
     for f in BACKEND:
         obj = f[:-2] + ".o"
-        cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | grep -F -- '-o {obj}' | tail -n 1")
+        # make -n prints Wine's long command lines continued with backslashes: join them.
+        cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | sed -e :a -e '/\\\\$/N; "
+                           f"s/\\\\\\n//; ta' | grep -F -- '-o {obj}' | tail -n 1")
         if f"-o {obj}" not in cmd or uapi not in cmd:
             raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
         counts = {}
@@ -365,30 +405,120 @@ def judge_run(results, label):
     return rows
 
 
+# The build root's suite, and the suites whose userland is older: their kernel is booted in
+# an image of USERLAND (--run bookworm: 6.1 with our module, trixie's glibc).
+USERLAND = "trixie"
+OLDER_USERLAND = ("bookworm",)
+
 TESTS = ["ntdll_test.exe:sync", "ntdll_test.exe:om", "ntdll_test.exe:thread", "kernel32_test.exe:sync",
          "kernel32_test.exe:thread", "kernel32_test.exe:process"]
 
 
-def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200):
-    """Wine's tests in a cloud guest of SUITE with DRIVER, then without a driver."""
+def judge_snapshot(wdir, cfg):
+    """Part 4: what ntsync-info (root, in the guest, while kernel32's sync test ran) saw.
+    With a driver: wineserver and a Windows process hold the device and objects; without
+    one: nobody does, and the wineserver is named as running without the device. Returns
+    the failures (empty: it holds)."""
+    f = Path(wdir) / f"{cfg}-ntsync-info.json"
+    try:
+        procs = json.loads(f.read_text())["processes"]
+    except (OSError, ValueError, KeyError) as e:
+        return [f"{cfg}: no ntsync-info snapshot ({f.name}: {e})"]
+    users = procs.get("users", [])
+    servers = [u for u in users if u.get("wineserver")]
+    clients = [u for u in users if not u.get("wineserver")]
+    if cfg == "none":
+        bad = []
+        if users:
+            bad.append(f"none: without the driver ntsync-info lists {len(users)} users of the device")
+        if not procs.get("wineservers_without_device"):
+            bad.append("none: ntsync-info does not name the wineserver that runs without the device")
+        return bad
+    bad = []
+    if not any(u["device_fds"] >= 1 and u["object_fds"] >= 1 for u in servers):
+        bad.append(f"{cfg}: no wineserver with /dev/ntsync and objects open in ntsync-info's list")
+    if not any(u["device_fds"] + u["object_fds"] >= 1 for u in clients):
+        bad.append(f"{cfg}: no Windows process with the device or objects open in ntsync-info's list")
+    if procs.get("wineservers_without_device"):
+        bad.append(f"{cfg}: ntsync-info names a wineserver running without the device")
+    return bad
+
+
+def snapshot_line(wdir, cfg):
+    """One line of what ntsync-info saw in CFG."""
+    try:
+        procs = json.loads((Path(wdir) / f"{cfg}-ntsync-info.json").read_text())["processes"]
+    except (OSError, ValueError, KeyError):
+        return f"{cfg}: no snapshot"
+    who = ", ".join(f"{u['comm']} ({u['device_fds']} device, {u['object_fds']} objects)"
+                    for u in procs.get("users", [])[:6])
+    without = procs.get("wineservers_without_device") or []
+    return (f"{cfg}: {procs.get('using', 0)} processes use the device{': ' + who if who else ''}"
+            + (f"; wineserver pid {', '.join(map(str, without))} runs without it" if without else ""))
+
+
+WINBENCH_ROW = re.compile(r"^([a-z][\w.-]+)\s+(\d+)\s+(\d+)$")
+
+
+def winbench_rows(path):
+    """{row: ns per op} of one ntsync-winbench output, or {} when it did not finish."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return {}
+    if "ntsync-winbench: done" not in text:
+        return {}
+    return {m.group(1): int(m.group(2)) for line in text.splitlines() if (m := WINBENCH_ROW.match(line.strip()))}
+
+
+def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200, bench=False):
+    """Wine's tests in a cloud guest of SUITE with DRIVER, then without a driver. BENCH:
+    ntsync-winbench only, one vCPU counting instructions (-icount), with the in-tree driver
+    and ours where the kernel has both."""
     from types import SimpleNamespace
 
     from . import cloud
     (build_dir / "tests.list").write_text("\n".join(TESTS) + "\n")
+    (build_dir / "mode").write_text("bench\n" if bench else "tests\n")
     o = SimpleNamespace(job="wine", driver=driver, image=None, kernel_debs=kernel_debs, rebuild=False, debs=None,
                         no_debs=False, secure_boot=None, net=False, share=None, cmd_string="", seeds=None,
-                        mem=3072, smp=2, no_icount=True, append="", timeout=timeout, no_i386=True,
-                        i386_dir=None, verbose=False,
+                        mem=3072, smp=1 if bench else 2, icount=bench, no_icount=not bench, append="",
+                        timeout=timeout, no_i386=True, i386_dir=None, verbose=False,
                         # QEMU 7.2's TCG emulates Wine's user-mode iretq with supervisor stack
                         # reads: with SMAP each return from Wine's syscall dispatcher oopses.
                         tcg_cpu="max,-smap",
                         extra_files={"wine/wine.tar": build_dir / "wine.tar", "wine/tests": build_dir / "tests",
-                                     "wine/tests.list": build_dir / "tests.list"})
+                                     "wine/tests.list": build_dir / "tests.list", "wine/mode": build_dir / "mode"})
     image, debs, _ = cloud.prepare(o, suite)
     res = cloud.run_guest("wine", suite, o, debs, image=image)
     code, reasons = cloud.verdict(res)
-    rows = judge_run(res["results"], driver)
+    rows = [] if bench else judge_run(res["results"], driver)
     return res, code, reasons, rows
+
+
+def bench_table(res):
+    """The winbench rows of a --bench guest: ns/op per configuration and the ratios."""
+    wdir = Path(res["results"]) / "wine"
+    cfgs = [c for c in ("in-tree", "ours", "none") if (wdir / f"{c}-winbench.txt").exists()]
+    data = {c: winbench_rows(wdir / f"{c}-winbench.txt") for c in cfgs}
+    names = [n for n in next((d for d in data.values() if d), {})]
+    lines = [f"ntsync-winbench under Wine on {res['suite']} ({res['kernel']}), 1 vCPU, -icount: guest ns per op"]
+    hdr = f"  {'row':18}" + "".join(f" {c:>10}" for c in cfgs)
+    if "none" in data:
+        hdr += "".join(f" {'none/' + c:>13}" for c in cfgs if c != "none")
+    if "in-tree" in data and "ours" in data:
+        hdr += f" {'ours/in-tree':>13}"
+    lines.append(hdr)
+    bad = [c for c in cfgs if not data[c]]
+    for n in names:
+        line = f"  {n:18}" + "".join(f" {data[c].get(n, 0):10,d}" for c in cfgs)
+        if "none" in data:
+            line += "".join(f" {data['none'].get(n, 0) / data[c][n]:12.1f}x" if data[c].get(n) else f" {'-':>13}"
+                            for c in cfgs if c != "none")
+        if "in-tree" in data and "ours" in data and data["in-tree"].get(n):
+            line += f" {data['ours'].get(n, 0) / data['in-tree'][n]:12.3f}x"
+        lines.append(line)
+    return lines, bad
 
 
 def print_rows(res, rows):
@@ -452,10 +582,13 @@ def main(argv):
     ap.add_argument("--run", action="append", default=[], metavar="SUITE[:DRIVER]",
                     help="then run Wine's sync tests in a cloud guest of SUITE with DRIVER (ours, or in-tree), "
                     "then with the driver unloaded; repeatable")
+    ap.add_argument("--bench", action="store_true",
+                    help="--run: ntsync-winbench only, in a 1-vCPU guest counting instructions (-icount): "
+                    "the driver (in-tree and ours where the kernel has both) against none, as ratios")
     ap.add_argument("--cached-only", action="store_true",
                     help="build nothing: check the cached build of this source (./check); exit 77 when none")
     ap.add_argument("--kernel-debs", metavar="DIR", help="--run: boot these kernel .debs in the guest image "
-                    "(bookworm's 6.1 under trixie's userland, which this Wine needs)")
+                    "(--run bookworm fetches bookworm's 6.1 itself and boots it under trixie's userland)")
     o = ap.parse_args(argv)
     if not o.source:
         raise Usage(f"no Wine source given: pass --source with {WHERE}")
@@ -468,16 +601,35 @@ def main(argv):
         driver = driver or ("in-tree" if suites.SUITES[suite]["in_tree"] else "ours")
         if driver not in ("ours", "in-tree"):
             raise Usage(f"--run {r}: the driver is ours or in-tree")
+        if suite in OLDER_USERLAND and o.kernel_debs:
+            raise Usage(f"--run {r} boots {suite}'s own kernel under {USERLAND}'s userland: leave out --kernel-debs")
         plans.append((suite, driver))
     out = build(Path(o.source), o.jobs, o.rebuild, [Path(p).resolve() for p in o.patch])
     rc = 0
     for suite, driver in plans:
-        res, code, reasons, rows = run_guest(out, suite, driver, o.kernel_debs)
-        print_rows(res, rows)
+        kernel_debs = o.kernel_debs
+        if suite in OLDER_USERLAND:
+            # This Wine was built on trixie (glibc 2.38 and later): bookworm's userland cannot
+            # run it, so bookworm's kernel boots in a trixie image, our module built for it there.
+            say(f"--run {suite}: {suite}'s kernel under {USERLAND}'s userland (a Wine built on {USERLAND} "
+                f"needs its glibc)")
+            kernel_debs = image.foreign_kernel_debs(suite, USERLAND)
+            suite = USERLAND
+        res, code, reasons, rows = run_guest(out, suite, driver, kernel_debs, bench=o.bench)
+        if o.bench:
+            lines, bad = bench_table(res)
+            print("\n".join(lines))
+            reasons += [f"ntsync-winbench did not finish with {c}" for c in bad]
+        else:
+            print_rows(res, rows)
+            wdir = Path(res["results"]) / "wine"
+            for cfg in (driver, "none"):
+                bad = judge_snapshot(wdir, cfg)
+                print(f"{'FAIL' if bad else 'PASS'} ntsync-info while Wine ran: {snapshot_line(wdir, cfg)}")
+                reasons += bad
+            if not any(c["summary"] for _, _, _, c in rows):
+                reasons.append("no Wine test printed its summary line")
         for r in reasons:
             print(f"FAIL: {r}")
-        rc |= code
-        if not any(c["summary"] for _, _, _, c in rows):
-            print("FAIL: no Wine test printed its summary line")
-            rc = 1
+        rc |= code or (1 if reasons else 0)
     return rc

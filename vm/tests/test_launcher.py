@@ -551,6 +551,76 @@ class Wine(unittest.TestCase):
             self.assertEqual(c["fails"], ["sync.c:393: got 0"])
             self.assertFalse(wine.judge_log(Path(t) / "missing.log")["summary"])
 
+    def test_judge_snapshot(self):
+        # part 4: ntsync-info's JSON while Wine ran, with the driver and without
+        from ntsync_vm import wine
+        with tempfile.TemporaryDirectory() as t:
+            def snap(cfg, users, without=()):
+                (Path(t) / f"{cfg}-ntsync-info.json").write_text(json.dumps({"processes": {
+                    "using": len(users), "users": users, "wineservers_without_device": list(without)}}))
+            server = {"pid": 10, "comm": "wineserver", "device_fds": 1, "object_fds": 300, "wineserver": True}
+            client = {"pid": 11, "comm": "kernel32_test.e", "device_fds": 1, "object_fds": 4, "wineserver": False}
+            snap("ours", [server, client])
+            self.assertEqual(wine.judge_snapshot(t, "ours"), [])
+            self.assertIn("kernel32_test.e (1 device, 4 objects)", wine.snapshot_line(t, "ours"))
+            snap("ours", [server])
+            self.assertIn("no Windows process", wine.judge_snapshot(t, "ours")[0])
+            snap("ours", [client], without=[10])
+            self.assertEqual(len(wine.judge_snapshot(t, "ours")), 2)
+            snap("none", [], without=[10])
+            self.assertEqual(wine.judge_snapshot(t, "none"), [])
+            snap("none", [])
+            self.assertIn("does not name the wineserver", wine.judge_snapshot(t, "none")[0])
+            snap("none", [server], without=[10])
+            self.assertIn("lists 1 users", wine.judge_snapshot(t, "none")[0])
+            self.assertIn("no ntsync-info snapshot", wine.judge_snapshot(t, "in-tree")[0])
+
+    def test_winbench_table(self):
+        from ntsync_vm import wine
+        with tempfile.TemporaryDirectory() as t:
+            w = Path(t) / "wine"
+            w.mkdir()
+            head = "row                       ns/op        ops\n"
+            (w / "in-tree-winbench.txt").write_text(head + "sem.wait-release           1000      20000\n"
+                                                    "ntsync-winbench: done\n")
+            (w / "ours-winbench.txt").write_text(head + "sem.wait-release            990      20000\n"
+                                                 "ntsync-winbench: done\n")
+            (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n")
+            self.assertEqual(wine.winbench_rows(w / "ours-winbench.txt"), {"sem.wait-release": 990})
+            self.assertEqual(wine.winbench_rows(w / "none-winbench.txt"), {})  # it did not finish
+            lines, bad = wine.bench_table({"results": t, "suite": "trixie-backports", "kernel": "7.3"})
+            self.assertEqual(bad, ["none"])
+            self.assertIn("0.990x", lines[-1])
+            (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n"
+                                                 "ntsync-winbench: done\n")
+            lines, bad = wine.bench_table({"results": t, "suite": "trixie-backports", "kernel": "7.3"})
+            self.assertEqual(bad, [])
+            self.assertRegex(lines[-1], r"1,000 +990 +30,000 +30.0x +30.3x +0.990x")
+
+    def test_summarize_emptied(self):
+        from ntsync_vm import wine
+        self.assertEqual(wine.summarize([]), "none")
+        self.assertEqual(wine.summarize(["fonts/a.fon", "fonts/b.fon", "dlls/x/y.dll"]),
+                         "2 in fonts/, 1 in dlls/x/ (y.dll)")
+
+
+class KernelDebs(unittest.TestCase):
+    def test_the_extra_kernel_boots_even_when_older(self):
+        # bookworm's 6.1 in a trixie image: the --kernel-debs kernel, not the newest
+        with tempfile.TemporaryDirectory() as t:
+            root = Path(t)
+            (root / "boot").mkdir()
+            for rel in ("6.12.57+deb13-cloud-amd64", "6.1.0-57-cloud-amd64"):
+                (root / "boot" / f"vmlinuz-{rel}").write_text("")
+                (root / "boot" / f"initrd.img-{rel}").write_text("")
+            self.assertEqual(image.newest_kernel(root), "6.12.57+deb13-cloud-amd64")
+            debs = ["linux-image-6.1.0-57-cloud-amd64_6.1.192-3_amd64.deb", "linux-kbuild-6.1_6.1.192-3_amd64.deb",
+                    "linux-headers-6.1.0-57-cloud-amd64_6.1.192-3_amd64.deb"]
+            self.assertEqual(image.deb_kernel_releases(debs), ["6.1.0-57-cloud-amd64"])
+            self.assertEqual(image.newest_kernel(root, debs), "6.1.0-57-cloud-amd64")
+            with self.assertRaises(Failure):
+                image.newest_kernel(root, ["linux-image-6.6.0-1-amd64_6.6.1-1_amd64.deb"])
+
 
 class Lock(unittest.TestCase):
     def test_one_guest_at_a_time(self):

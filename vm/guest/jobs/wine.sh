@@ -9,6 +9,10 @@
 # CONFIG-ntsync-info.txt (ntsync-info as root while kernel32's sync test runs),
 # CONFIG-fds.txt (what wineserver held then), CONFIG-wineboot.log, CONFIG-winbench.txt
 # (ntsync-winbench's rows). The host judges them.
+#
+# $IN/wine/mode "bench" (vm/ntsync-vm wine --bench SUITE, a 1-vCPU guest counting
+# instructions): ntsync-winbench only, with the in-tree driver and ours where the kernel has
+# both, then without a driver.
 W=$OUT/wine
 mkdir -p "$W"
 if ! tar -xf "$IN/wine/wine.tar" -C /; then
@@ -21,17 +25,26 @@ WINE=/opt/wine/bin/wine
 SERVER=/opt/wine/bin/wineserver
 # EXE:TEST, one a line (vm/ntsync_vm/wine.py's TESTS)
 TESTS=$(cat "$IN/wine/tests.list")
+WINE_MODE=$(cat "$IN/wine/mode" 2>/dev/null || echo tests)
 
 # snapshot CONFIG: who holds the device and its objects, seen from outside Wine (root)
 snapshot() {
 	local pid
 	ntsync-info >"$W/$1-ntsync-info.txt" 2>&1
+	ntsync-info --json >"$W/$1-ntsync-info.json" 2>/dev/null
 	pid=$(pidof wineserver | cut -d' ' -f1)
 	if [ -n "$pid" ]; then
 		echo "wineserver pid $pid: $(find "/proc/$pid/fd" -lname '/dev/ntsync' 2>/dev/null | wc -l) descriptors of /dev/ntsync, $(find "/proc/$pid/fd" -lname 'anon_inode:ntsync' 2>/dev/null | wc -l) of ntsync objects, $(find "/proc/$pid/fd" | wc -l) in all" >"$W/$1-fds.txt"
 	else
 		echo "no wineserver running" >"$W/$1-fds.txt"
 	fi
+}
+
+# winbench CONFIG: ntsync-winbench's rows
+winbench() {
+	[ -f "$IN/wine/tests/ntsync-winbench.exe" ] || return 0
+	timeout 1800 "$WINE" "$IN/wine/tests/ntsync-winbench.exe" >"$W/$1-winbench.txt" 2>&1
+	mark "info wine $1: ntsync-winbench: exit $?"
 }
 
 # run_config CONFIG: a fresh prefix and every test program, one after the other
@@ -41,29 +54,39 @@ run_config() {
 	say "== wine ($cfg): wineboot --init"
 	timeout 1200 "$WINE" wineboot --init >"$W/$cfg-wineboot.log" 2>&1
 	"$SERVER" -w
-	for t in $TESTS; do
-		exe=${t%%:*} name=${t#*:}
-		logf=$W/$cfg-${exe%_test.exe}-$name.log
-		snap=
-		if [ "$t" = kernel32_test.exe:sync ]; then
-			(sleep 30 && snapshot "$cfg") &
-			snap=$!
-		fi
-		timeout 2400 "$WINE" "$IN/wine/tests/$exe" "$name" >"$logf" 2>&1
-		rc=$?
-		[ -z "$snap" ] || wait "$snap"
-		echo "exit $rc" >>"$logf"
-		mark "info wine $cfg: ${exe%_test.exe} $name: exit $rc; $(grep -a -E "^[0-9a-f]+:$name:[0-9.]* [0-9]+ tests executed" "$logf" | tail -n 1 | cut -d: -f3-)"
-	done
-	if [ -f "$IN/wine/tests/ntsync-winbench.exe" ]; then
-		timeout 1800 "$WINE" "$IN/wine/tests/ntsync-winbench.exe" >"$W/$cfg-winbench.txt" 2>&1
-		mark "info wine $cfg: ntsync-winbench: exit $?"
+	if [ "$WINE_MODE" = bench ]; then
+		winbench "$cfg"
+	else
+		for t in $TESTS; do
+			exe=${t%%:*} name=${t#*:}
+			logf=$W/$cfg-${exe%_test.exe}-$name.log
+			snap=
+			if [ "$t" = kernel32_test.exe:sync ]; then
+				(sleep 30 && snapshot "$cfg") &
+				snap=$!
+			fi
+			timeout 2400 "$WINE" "$IN/wine/tests/$exe" "$name" >"$logf" 2>&1
+			rc=$?
+			[ -z "$snap" ] || wait "$snap"
+			echo "exit $rc" >>"$logf"
+			mark "info wine $cfg: ${exe%_test.exe} $name: exit $rc; $(grep -a -E "^[0-9a-f]+:$name:[0-9.]* [0-9]+ tests executed" "$logf" | tail -n 1 | cut -d: -f3-)"
+		done
+		winbench "$cfg"
 	fi
 	"$SERVER" -k 2>/dev/null
 	"$SERVER" -w
 }
 
 run_config "$DRIVER"
+if [ "$WINE_MODE" = bench ] && [ "$DRIVER" = in-tree ]; then
+	say "== wine: our driver in place of the in-tree one"
+	if ! load_driver ours; then
+		say "wine: loading our driver failed"
+		JOB_RC=1
+		return
+	fi
+	run_config ours
+fi
 say "== wine: unloading the driver (modprobe -r ntsync); Wine then runs without /dev/ntsync"
 if [ -e /sys/module/ntsync ] && ! modprobe -r ntsync; then
 	say "wine: modprobe -r ntsync failed: $(cat /sys/module/ntsync/refcnt 2>/dev/null) users"
