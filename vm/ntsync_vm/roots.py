@@ -124,7 +124,7 @@ def _add_missing(name, root, packages, logf):
     missing = [p for p in packages if p.split("/")[0] not in installed]
     if not missing:
         return
-    say(f"adding {' '.join(missing)} to the {name} root")
+    say(f"adding {' '.join(missing)} to the {name}")
     with open(logf, "a") as lf:
         r = in_root(root, ["sh", "-c", "apt-get -o Acquire::Check-Valid-Until=false update -qq && "
                            "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \"$@\" && apt-get clean",
@@ -151,7 +151,7 @@ def cached_root(root, release, sources, packages, what):
     complete = root / ".complete"
     why = stale(complete)
     if why is None:
-        _add_missing(name, root, packages, logf)
+        _add_missing(what, root, packages, logf)
         return root
     require_root(f"building the {what}")
     clean_stale()

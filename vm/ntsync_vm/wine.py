@@ -35,7 +35,7 @@ from . import image, roots, suites
 from .util import REPO, Failure, Usage, cache, fmt_secs, require_root, say
 
 PACKAGES = ["gcc", "make", "flex", "bison", "gcc-mingw-w64-x86-64", "pkgconf", "libc6-dev", "perl",
-            "xz-utils", "ca-certificates"]
+            "xz-utils", "ca-certificates", "patch"]
 PREFIX = "/opt/wine"
 # The README's configure line: everything that needs a library we do not install is off.
 CONFIGURE = ["./configure", "--enable-win64", f"--prefix={PREFIX}", "--without-x", "--without-freetype",
