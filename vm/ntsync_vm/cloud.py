@@ -251,6 +251,9 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     extra = dict(getattr(opts, "extra_files", None) or {})  # name in the guest's input: host path
     if job == "test" and getattr(opts, "i386_dir", None):
         extra["i386"] = opts.i386_dir
+    if job == "demo" and (cache() / "wine" / "winbench.txt").is_file():
+        # real Wine's figures, from the last `ntsync-vm wine --bench` (wine.keep_figures)
+        extra["wine-figures.txt"] = cache() / "wine" / "winbench.txt"
     inp = artifacts.make_input(run_dir, job, env, debs, share=share, extra=extra)
     out_img = run_dir / "out.img"
     overlay = run_dir / "disk.qcow2"

@@ -496,6 +496,24 @@ def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200, bench=Fa
     return res, code, reasons, rows
 
 
+FIGURES = "winbench.txt"  # under $NTSYNC_CACHE/wine: the last --bench table, which the demo shows
+
+
+def git_head():
+    r = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or "(not a git checkout)"
+
+
+def keep_figures(build_dir, res, lines):
+    """The table of a --bench guest, kept for the demo ($NTSYNC_CACHE/wine/winbench.txt):
+    which Wine, commit, kernel and date, then the table."""
+    facts = (build_dir / "facts.txt").read_text().splitlines()[0]
+    head = [f"# {facts.split(',')[0]} ({build_dir.name}), commit {git_head()}, {time.strftime('%Y-%m-%d')}, "
+            f"{res['suite']} {res['kernel']}, run {Path(res['run_dir']).name}"]
+    (cache() / "wine" / FIGURES).write_text("\n".join(head + lines) + "\n")
+    say(f"kept for the demo: {cache() / 'wine' / FIGURES}")
+
+
 def bench_table(res):
     """The winbench rows of a --bench guest: ns/op per configuration and the ratios."""
     wdir = Path(res["results"]) / "wine"
@@ -620,6 +638,8 @@ def main(argv):
             lines, bad = bench_table(res)
             print("\n".join(lines))
             reasons += [f"ntsync-winbench did not finish with {c}" for c in bad]
+            if not bad and not code:
+                keep_figures(out, res, lines)
         else:
             print_rows(res, rows)
             wdir = Path(res["results"]) / "wine"

@@ -49,6 +49,20 @@ elif ! command -v python3 >/dev/null; then
 	shown "$OUT/job.log" ntsync-bench --quick || JOB_RC=1
 else
 	say "== What ntsync changes for Wine"
+	if [ -f "$IN/wine-figures.txt" ]; then
+		# From the host's cache: the last `vm/ntsync-vm wine --bench` (a real Wine, a Windows
+		# program timing its own calls, one vCPU counting instructions: figures that repeat).
+		say "Measured in Wine itself (ntsync-winbench, a Windows program; guest ns per call, one vCPU"
+		say "counting instructions, so the figures repeat; none = Wine without the driver, where every"
+		say "wait is a round trip to wineserver):"
+		while IFS= read -r l; do say "  ${l#\# }"; done <"$IN/wine-figures.txt"
+		say ""
+		say "And in this boot, without Wine:"
+	else
+		say "(Real Wine's figures are not in this machine's cache: build Wine and measure it with"
+		say " vm/ntsync-vm wine --source WINE-SOURCE --bench --run trixie-backports; the demo then"
+		say " shows them here.)"
+	fi
 	# 7 runs of 100 ms each, every thread on vCPU 0: the round trip is then two thread
 	# switches on one CPU, the cheapest case, and not TCG's slow wake-up of another vCPU
 	# (which made it 45 us..2 ms from run to run when the threads were free to move).
