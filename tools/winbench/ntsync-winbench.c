@@ -6,6 +6,10 @@
  * Wine build's toolchain and run in its guests.
  *
  *   ntsync-winbench [--quick]
+ *   ntsync-winbench --hold       holds objects until --release (or 10 minutes): a Windows
+ *                                process that surely has the device open while the guest
+ *                                looks at it (vm/guest/jobs/wine.sh's snapshot)
+ *   ntsync-winbench --release    ends a --hold
  *
  * One line a row: "ROW NS-PER-OP OPS", then "ntsync-winbench: done". Rows:
  *   sem.wait-release   uncontended WaitForSingleObject + ReleaseSemaphore
@@ -157,9 +161,43 @@ static void bench_pingpong(long n)
 	CloseHandle(p.pong);
 }
 
+#define HOLD_EVENT L"ntsync-winbench-hold"
+
+/* A semaphore, a mutex owned by this thread, two events: then wait for --release. */
+static int hold(void)
+{
+	HANDLE release = CreateEventW(NULL, TRUE, FALSE, HOLD_EVENT);
+	HANDLE sem = CreateSemaphoreW(NULL, 0, 1, NULL);
+	HANDLE mutex = CreateMutexW(NULL, TRUE, NULL);
+	HANDLE event = CreateEventW(NULL, FALSE, FALSE, NULL);
+	DWORD r;
+
+	if (!release || !sem || !mutex || !event)
+		die("creating the objects to hold");
+	printf("ntsync-winbench: holding 4 objects\n");
+	fflush(stdout);
+	r = WaitForSingleObject(release, 600000);
+	printf("ntsync-winbench: %s\n", r == WAIT_OBJECT_0 ? "released" : "not released in 10 minutes");
+	return r == WAIT_OBJECT_0 ? 0 : 1;
+}
+
+static int release_hold(void)
+{
+	HANDLE release = OpenEventW(EVENT_MODIFY_STATE, FALSE, HOLD_EVENT);
+
+	if (!release || !SetEvent(release))
+		die("releasing the --hold (OpenEvent, SetEvent)");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 && !strcmp(argv[1], "--quick") ? 2000 : 20000;
+
+	if (argc > 1 && !strcmp(argv[1], "--hold"))
+		return hold();
+	if (argc > 1 && !strcmp(argv[1], "--release"))
+		return release_hold();
 
 	if (!QueryPerformanceFrequency(&freq))
 		die("QueryPerformanceFrequency");

@@ -192,6 +192,13 @@ def build(src, jobs=None, rebuild=False, patches=()):
     out = cache() / "wine" / name
     if (out / "ok").exists() and not rebuild:
         say(f"Wine build: cached {out} ({(out / 'facts.txt').read_text().splitlines()[0]})")
+        if (out / "tests" / WINBENCH_STAMP).exists() and \
+                (out / "tests" / WINBENCH_STAMP).read_text().strip() == winbench_hash():
+            return out
+        # tools/winbench changed since: only it is built again (seconds, not a Wine build)
+        require_root("wine (building ntsync-winbench in the Wine build root)")
+        build_winbench(build_root(), out / "tests")
+        say(f"ntsync-winbench rebuilt from {WINBENCH.relative_to(REPO)} into {out / 'tests'}")
         return out
     require_root("wine (the build runs in a Debian root)")
     root = build_root()
@@ -315,6 +322,11 @@ def strip_debug(root, top):
 
 
 WINBENCH = REPO / "tools/winbench/ntsync-winbench.c"
+WINBENCH_STAMP = "ntsync-winbench.source"  # beside the .exe: the hash of the source it was built from
+
+
+def winbench_hash():
+    return hashlib.sha256(WINBENCH.read_bytes()).hexdigest()[:12]
 
 
 def build_winbench(root, dest):
@@ -326,6 +338,7 @@ def build_winbench(root, dest):
         raise Failure(f"building {WINBENCH.relative_to(REPO)} with mingw-w64 failed:\n{r.stdout}{r.stderr}")
     shutil.move(root / "tmp/ntsync-winbench.exe", dest / "ntsync-winbench.exe")
     (root / "tmp/ntsync-winbench.c").unlink()
+    (dest / WINBENCH_STAMP).write_text(winbench_hash() + "\n")
 
 
 def prove_backend(root, tree):

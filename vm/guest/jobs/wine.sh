@@ -6,7 +6,7 @@
 #
 # In: $IN/wine/wine.tar (make install-lib's DESTDIR layout, /opt/wine) and
 # $IN/wine/tests/*_test.exe, $IN/wine/tests.list (the tests to run). Out: $OUT/wine/CONFIG-EXE-TEST.log (the test program's output),
-# CONFIG-ntsync-info.txt (ntsync-info as root while kernel32's sync test runs),
+# CONFIG-ntsync-info.txt and .json (ntsync-info as root while ntsync-winbench --hold runs),
 # CONFIG-fds.txt (what wineserver held then), CONFIG-wineboot.log, CONFIG-winbench.txt
 # (ntsync-winbench's rows). The host judges them.
 #
@@ -27,17 +27,29 @@ SERVER=/opt/wine/bin/wineserver
 TESTS=$(cat "$IN/wine/tests.list")
 WINE_MODE=$(cat "$IN/wine/mode" 2>/dev/null || echo tests)
 
-# snapshot CONFIG: who holds the device and its objects, seen from outside Wine (root)
+# snapshot CONFIG: who holds the device and its objects, seen from outside Wine (root), while
+# a Windows process surely runs: ntsync-winbench --hold keeps a semaphore, a mutex and two
+# events open until --release.
 snapshot() {
-	local pid
-	ntsync-info >"$W/$1-ntsync-info.txt" 2>&1
-	ntsync-info --json >"$W/$1-ntsync-info.json" 2>/dev/null
+	local cfg=$1 pid holder i
+	"$WINE" "$IN/wine/tests/ntsync-winbench.exe" --hold >"$W/$cfg-hold.log" 2>&1 &
+	holder=$!
+	for i in $(seq 1 300); do
+		grep -q "holding" "$W/$cfg-hold.log" 2>/dev/null && break
+		sleep 1
+	done
+	[ "$i" -lt 300 ] || say "wine ($cfg): ntsync-winbench --hold did not start in 300 s"
+	ntsync-info >"$W/$cfg-ntsync-info.txt" 2>&1
+	ntsync-info --json >"$W/$cfg-ntsync-info.json" 2>/dev/null
 	pid=$(pidof wineserver | cut -d' ' -f1)
 	if [ -n "$pid" ]; then
-		echo "wineserver pid $pid: $(find "/proc/$pid/fd" -lname '/dev/ntsync' 2>/dev/null | wc -l) descriptors of /dev/ntsync, $(find "/proc/$pid/fd" -lname 'anon_inode:ntsync' 2>/dev/null | wc -l) of ntsync objects, $(find "/proc/$pid/fd" | wc -l) in all" >"$W/$1-fds.txt"
+		echo "wineserver pid $pid: $(find "/proc/$pid/fd" -lname '/dev/ntsync' 2>/dev/null | wc -l) descriptors of /dev/ntsync, $(find "/proc/$pid/fd" -lname 'anon_inode:ntsync' 2>/dev/null | wc -l) of ntsync objects, $(find "/proc/$pid/fd" | wc -l) in all" >"$W/$cfg-fds.txt"
 	else
-		echo "no wineserver running" >"$W/$1-fds.txt"
+		echo "no wineserver running" >"$W/$cfg-fds.txt"
 	fi
+	"$WINE" "$IN/wine/tests/ntsync-winbench.exe" --release >>"$W/$cfg-hold.log" 2>&1
+	wait "$holder"
+	mark "info wine $cfg: ntsync-info while ntsync-winbench --hold ran: $(grep -a -E '^users:' "$W/$cfg-ntsync-info.txt")"
 }
 
 # winbench CONFIG: ntsync-winbench's rows
@@ -49,7 +61,7 @@ winbench() {
 
 # run_config CONFIG: a fresh prefix and every test program, one after the other
 run_config() {
-	local cfg=$1 t exe name rc logf snap
+	local cfg=$1 t exe name rc logf
 	rm -rf "$WINEPREFIX"
 	say "== wine ($cfg): wineboot --init"
 	timeout 1200 "$WINE" wineboot --init >"$W/$cfg-wineboot.log" 2>&1
@@ -57,17 +69,12 @@ run_config() {
 	if [ "$WINE_MODE" = bench ]; then
 		winbench "$cfg"
 	else
+		snapshot "$cfg"
 		for t in $TESTS; do
 			exe=${t%%:*} name=${t#*:}
 			logf=$W/$cfg-${exe%_test.exe}-$name.log
-			snap=
-			if [ "$t" = kernel32_test.exe:sync ]; then
-				(sleep 30 && snapshot "$cfg") &
-				snap=$!
-			fi
 			timeout 2400 "$WINE" "$IN/wine/tests/$exe" "$name" >"$logf" 2>&1
 			rc=$?
-			[ -z "$snap" ] || wait "$snap"
 			echo "exit $rc" >>"$logf"
 			mark "info wine $cfg: ${exe%_test.exe} $name: exit $rc; $(grep -a -E "^[0-9a-f]+:$name:[0-9.]* [0-9]+ tests executed" "$logf" | tail -n 1 | cut -d: -f3-)"
 		done
