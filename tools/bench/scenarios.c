@@ -360,13 +360,61 @@ static void *mutex_worker(void *arg)
 
 static uint64_t bench_mutex(const struct row *row, uint64_t iters);
 
-/* 3. semaphore work queue: 1 producer, 3 consumers, 16 slots */
-#define QUEUE_SLOTS 16
-#define QUEUE_CONSUMERS 3
+/* 3. wait-all contention: 4 threads each take the same 8 semaphores at once */
+#define WAITALL_WIDTH 8
+
+struct waitall_run {
+	struct start_line start;
+	int objs[WAITALL_WIDTH];
+	uint64_t iters;
+	uint64_t shared;	/* changed only while holding all 8 */
+};
+
+struct waitall_worker {
+	struct waitall_run *run;
+	uint32_t owner;
+};
+
+static void *waitall_worker(void *arg)
+{
+	struct waitall_worker *w = arg;
+	struct waitall_run *r = w->run;
+
+	start_line_wait(&r->start);
+	for (uint64_t i = 0; i < r->iters; i++) {
+		nt_wait(NTSYNC_IOC_WAIT_ALL, r->objs, WAITALL_WIDTH, w->owner);
+		r->shared++;
+		for (unsigned int j = 0; j < WAITALL_WIDTH; j++)
+			nt_sem_release(r->objs[j], 1);
+	}
+	return NULL;
+}
+
+static uint64_t bench_waitall_contended(const struct row *row, uint64_t iters);
+
+/*
+ * 3. semaphore work queue: 1 producer, consumers taking items, a slot
+ * semaphore bounding what is in flight.  queue.1p3c: one item semaphore,
+ * 3 consumers, 16 slots; waitany.64x4: the producer signals 64 item
+ * semaphores in turn, 4 consumers each wait for any of the 64, 64 slots.
+ */
+#define QUEUE_MAX_CONSUMERS 4
+
+struct queue_shape {
+	uint32_t width;		/* item semaphores */
+	unsigned int consumers;
+	uint32_t slots;
+};
+
+static const struct queue_shape queue_shapes[] = {
+	{ 1, 3, 16 },		/* queue.1p3c */
+	{ 64, 4, 64 },		/* waitany.64x4 */
+};
 
 struct queue_run {
 	struct start_line start;
-	int items, slots;
+	int items[NTSYNC_MAX_WAIT_COUNT], slots;
+	uint32_t width;
 	uint64_t iters;
 	_Atomic uint64_t taken;
 };
@@ -380,7 +428,7 @@ static void *queue_consumer(void *arg)
 	for (;;) {
 		uint64_t n;
 
-		nt_wait_any(&q->items, 1, owner);
+		nt_wait_any(q->items, q->width, owner);
 		n = atomic_fetch_add(&q->taken, 1);
 		nt_sem_release(q->slots, 1);
 		if (n >= q->iters)
@@ -468,6 +516,10 @@ const struct row rows[] = {
 	  ROW_TIME, true, bench_mutex, 4 },
 	{ "queue.1p3c", "contention", "sem work queue item, 1 prod/3 cons",
 	  ROW_TIME, true, bench_queue, 0 },
+	{ "waitall.8x4", "contention", "wait-all 8 + 8 releases, 4 threads",
+	  ROW_TIME, true, bench_waitall_contended, 4 },
+	{ "waitany.64x4", "contention", "wait-any 64, 4 waiters, 1 signaller",
+	  ROW_TIME, true, bench_queue, 1 },
 
 	{ "waitany.1", "wait width", "wait-any 1 (last signaled) + release",
 	  ROW_TIME, true, bench_wait_any, 1 },
@@ -757,36 +809,75 @@ static uint64_t bench_mutex(const struct row *row, uint64_t iters)
 			  (double)(r.iters * n));
 }
 
-/* one operation = one item through the queue */
+/* one operation = one item through the queue (row->param: queue_shapes[]) */
 static uint64_t bench_queue(const struct row *row, uint64_t iters)
 {
+	const struct queue_shape *shape = &queue_shapes[row->param];
 	struct queue_run q;
-	pthread_t t[QUEUE_CONSUMERS];
+	pthread_t t[QUEUE_MAX_CONSUMERS];
 	uint64_t t0, elapsed;
 
-	(void)row;
 	memset(&q, 0, sizeof(q));
-	q.items = nt_create_sem(0, UINT32_MAX);
-	q.slots = nt_create_sem(QUEUE_SLOTS, UINT32_MAX);
+	q.width = shape->width;
+	for (uint32_t i = 0; i < q.width; i++)
+		q.items[i] = nt_create_sem(0, UINT32_MAX);
+	q.slots = nt_create_sem(shape->slots, UINT32_MAX);
 	q.iters = iters;
-	start_line_init(&q.start, QUEUE_CONSUMERS + 1);
-	for (int i = 0; i < QUEUE_CONSUMERS; i++)
+	start_line_init(&q.start, shape->consumers + 1);
+	for (unsigned int i = 0; i < shape->consumers; i++)
 		start_thread(&t[i], queue_consumer, &q);
 
 	start_line_wait(&q.start);
 	t0 = now_ns();
 	/* the extra items, one per consumer, tell the consumers to stop */
-	for (uint64_t i = 0; i < iters + QUEUE_CONSUMERS; i++) {
+	for (uint64_t i = 0; i < iters + shape->consumers; i++) {
 		nt_wait_any(&q.slots, 1, 1);
-		nt_sem_release(q.items, 1);
+		nt_sem_release(q.items[i % q.width], 1);
 	}
-	for (int i = 0; i < QUEUE_CONSUMERS; i++)
+	for (unsigned int i = 0; i < shape->consumers; i++)
 		join_thread(t[i]);
 	elapsed = now_ns() - t0;
 
 	start_line_destroy(&q.start);
-	close(q.items);
+	for (uint32_t i = 0; i < q.width; i++)
+		close(q.items[i]);
 	close(q.slots);
+	if (atomic_load(&q.taken) != iters + shape->consumers)
+		tc_die("%s: %" PRIu64 " items taken of %" PRIu64, row->id,
+		    (uint64_t)atomic_load(&q.taken), iters + shape->consumers);
 	return elapsed;
 }
 
+/* one operation = one wait-all over the 8 and their release, by one thread */
+static uint64_t bench_waitall_contended(const struct row *row, uint64_t iters)
+{
+	unsigned int n = (unsigned int)row->param;
+	struct waitall_worker w[QUEUE_MAX_CONSUMERS];
+	pthread_t t[QUEUE_MAX_CONSUMERS];
+	struct waitall_run r;
+	uint64_t t0, elapsed;
+
+	memset(&r, 0, sizeof(r));
+	for (unsigned int j = 0; j < WAITALL_WIDTH; j++)
+		r.objs[j] = nt_create_sem(1, 1);
+	r.iters = (iters + n - 1) / n;
+	start_line_init(&r.start, n + 1);
+	for (unsigned int i = 0; i < n; i++) {
+		w[i].run = &r;
+		w[i].owner = 100 + i;
+		start_thread(&t[i], waitall_worker, &w[i]);
+	}
+	start_line_wait(&r.start);
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i++)
+		join_thread(t[i]);
+	elapsed = now_ns() - t0;
+	start_line_destroy(&r.start);
+	for (unsigned int j = 0; j < WAITALL_WIDTH; j++)
+		close(r.objs[j]);
+	if (r.shared != r.iters * n)
+		tc_die("%s: wait-all let two threads in (%" PRIu64 " of %" PRIu64 ")",
+		    row->id, r.shared, r.iters * n);
+	return (uint64_t)((double)elapsed * (double)iters /
+			  (double)(r.iters * n));
+}

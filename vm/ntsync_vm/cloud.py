@@ -246,7 +246,8 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
            "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else "",
            "SECURE_BOOT": getattr(opts, "secure_boot", None) or "",
-           "SEEDS": getattr(opts, "seeds", None) or ""}
+           "SEEDS": getattr(opts, "seeds", None) or "",
+           "BENCH_ARGS": BENCH_CONTENTION if job == "bench" and getattr(opts, "cpus", None) else ""}
     seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
     extra = dict(getattr(opts, "extra_files", None) or {})  # name in the guest's input: host path
     if job == "test" and getattr(opts, "i386_dir", None):
@@ -373,6 +374,10 @@ def print_timings(res, image_seconds=None, whole=None, waited=None):
     parts.append(f"whole run {fmt_secs(total)}{queued} (target <= {fmt_secs(target)}"
                  f"{', image built in this run' if image_seconds else ', cached image'})")
     log("timings: " + "; ".join(parts))
+
+
+# bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only)
+BENCH_CONTENTION = "--only mutex.,queue.,waitall.8x4,waitany.64x4,pingpong.ntsync,pingpong.futex"
 
 
 def verdict(res):
@@ -622,6 +627,9 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
     ap.add_argument("--mem", type=int, default=2048, help="guest memory in MiB (default 2048)")
     ap.add_argument("--timeout", type=int, default=None, help="time-out of the job stage in seconds")
     ap.add_argument("--no-icount", action="store_true", help="bench: plain TCG instead of -icount")
+    ap.add_argument("--cpus", type=int, default=None, metavar="N",
+                    help="bench: the contention rows on N vCPUs (2..8), still counting instructions: QEMU runs "
+                    "the vCPUs in turn on one host thread, so the figures repeat")
     ap.add_argument("--no-i386", action="store_true",
                     help="test: skip the 32-bit (i386, compat ioctl) build of the suite, "
                     "which runs after the 64-bit one")
@@ -641,6 +649,14 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
     if opts.suite is None:
         opts.suite = suites.BENCH_DEFAULT if opts.job == "bench" else suites.DEFAULT
     opts.suite = suites.resolve(opts.suite, image_only=True)
+    if opts.cpus is not None:
+        if opts.job != "bench":
+            die("--cpus: only for the bench job (vm/ntsync-vm bench --cpus N)")
+        if not 2 <= opts.cpus <= 8:
+            die(f"--cpus {opts.cpus}: give 2 to 8 vCPUs (1 is the plain bench)")
+        if opts.smp not in (None, opts.cpus):
+            die("--cpus N sets the vCPUs: drop --smp")
+        opts.smp = opts.cpus
     if opts.job == "exec" and not cmd_args:
         die("exec needs a command: ntsync-vm exec [--share DIR] -- CMD ARGS...")
     if opts.job != "exec" and cmd_args:
