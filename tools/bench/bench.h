@@ -97,6 +97,7 @@ struct result {
 	double v[MAX_RUNS];	/* ns/op (time) or bytes/object (memory) */
 	double median, min, max, q1, q3;
 	double raw_median;	/* memory rows: raw slab byte delta */
+	double driver_bytes;	/* memory rows: the driver's own share */
 	double seconds;		/* the row took, calibration included */
 	char detail[512];
 };
@@ -152,7 +153,8 @@ extern char mem_note[160];
 /* make room for want descriptors; returns how many objects fit */
 unsigned int prepare_fd_room(unsigned int want);
 void mem_measure(enum obj_type type, unsigned int reps,
-		 double *per_rep, double *raw, char *detail, size_t dlen);
+		 double *per_rep, double *raw, double *driver, char *detail,
+		 size_t dlen);
 
 /* ---- compare.c ---- */
 

@@ -4,6 +4,8 @@
  */
 #include "bench.h"
 
+#include <dirent.h>
+
 /* ------------------------------------------------------------------ */
 /* kernel memory per object                                            */
 
@@ -76,25 +78,103 @@ static int64_t meminfo_slab(void)
 }
 
 /*
+ * What a cache that grew holds.  SLUB merges caches of one object size
+ * and compatible flags, and /proc/slabinfo lists a merged cache under the
+ * name of whichever of them was made first: our "ntsync_obj" shows up as
+ * "nsproxy" on Debian's 6.12, the LSM file blob as "Acpi-Namespace".
+ * /sys/kernel/slab has a link for every name merged into a cache, so the
+ * role comes from the names there.  The driver's own share is its object:
+ * ours from the ntsync_obj cache, mainline's from kmalloc; the file, its
+ * dentry and the LSM blob come with any anonymous-inode file.
+ */
+struct slab_role {
+	const char *alias;
+	const char *role;
+	bool driver;
+};
+
+static const struct slab_role slab_roles[] = {
+	{ "ntsync_obj", "ntsync object", true },
+	{ "filp", "file", false },
+	{ "dentry", "dentry", false },
+	{ "lsm_file_cache", "LSM file blob", false },
+};
+
+#define SYS_SLAB "/sys/kernel/slab"
+
+/* the merged cache NAME belongs to: its link's target, or NAME itself */
+static void slab_target(const char *name, char *out, size_t len)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), SYS_SLAB "/%s", name);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0) {
+		snprintf(out, len, "%s", name);
+		return;
+	}
+	link[n] = '\0';
+	snprintf(out, len, "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
+}
+
+/*
+ * The role of cache NAME (as /proc/slabinfo names it), or NULL if none is
+ * known (its alias: the merged name that told; driver: the driver's own).
+ */
+static const struct slab_role *slab_role(const char *name)
+{
+	static const struct slab_role kmalloc = { "kmalloc", "kmalloc", true };
+	char target[PATH_MAX], other[PATH_MAX];
+	const struct slab_role *role = NULL;
+	struct dirent *e;
+	DIR *d;
+
+	if (!strncmp(name, "kmalloc-", 8))
+		return &kmalloc;
+	slab_target(name, target, sizeof(target));
+	d = opendir(SYS_SLAB);
+	if (!d)
+		return NULL;
+	while (!role && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		slab_target(e->d_name, other, sizeof(other));
+		if (strcmp(other, target))
+			continue;
+		for (size_t i = 0; i < sizeof(slab_roles) / sizeof(slab_roles[0]); i++)
+			if (!strcmp(e->d_name, slab_roles[i].alias))
+				role = &slab_roles[i];
+	}
+	closedir(d);
+	return role;
+}
+
+/*
  * The caches that grew by at least half an object per created object,
- * counted in whole objects: "filp 1x256 + kmalloc-cg-64 1x64".  SLUB's
- * active counts are approximate (free objects in per-CPU slabs count as
- * active), so the raw byte delta runs a few percent low when a
- * repetition reuses the slabs that the previous one freed; whole
- * objects are the figure to compare.  Returns bytes per object.
+ * counted in whole objects, each named by what it holds: "driver 72 B:
+ * ntsync object 1x72 (listed as nsproxy); VFS 448 B: file 1x256 + dentry
+ * 1x192".  SLUB's active counts are approximate (free objects in per-CPU
+ * slabs count as active), so the raw byte delta runs a few percent low
+ * when a repetition reuses the slabs that the previous one freed; whole
+ * objects are the figure to compare.  Returns bytes per object; *driver:
+ * the driver's own share of them.
  */
 static double slab_whole(const struct slab_snap *a, const struct slab_snap *b,
-			 unsigned int nobj, char *out, size_t len)
+			 unsigned int nobj, double *driver, char *out, size_t len)
 {
-	size_t used = 0;
-	double total = 0;
+	char mine[256] = "", vfs[256] = "";
+	size_t used[2] = { 0, 0 };
+	double total = 0, own = 0;
 
-	if (len)
-		out[0] = '\0';
 	for (size_t i = 0; i < b->n; i++) {
 		unsigned long before = 0;
+		const struct slab_role *role;
+		bool is_driver;
 		double per;
 		long whole;
+		char *dst;
+		size_t *u, cap;
 
 		for (size_t j = 0; j < a->n; j++) {
 			if (!strcmp(a->c[j].name, b->c[i].name)) {
@@ -109,13 +189,36 @@ static double slab_whole(const struct slab_snap *a, const struct slab_snap *b,
 		if (whole < 1)
 			continue;
 		total += (double)whole * (double)b->c[i].size;
-		if (used < len)
-			used += (size_t)snprintf(out + used, len - used,
-						 "%s%s %ldx%lu", used ? " + " : "",
-						 b->c[i].name, whole, b->c[i].size);
+		if (!len)
+			continue;
+		role = slab_role(b->c[i].name);
+		is_driver = role && role->driver;
+		if (is_driver)
+			own += (double)whole * (double)b->c[i].size;
+		dst = is_driver ? mine : vfs;
+		u = &used[!is_driver];
+		cap = sizeof(mine);
+		if (*u >= cap)
+			continue;
+		/* "ntsync object 1x72 (listed as nsproxy)", "kmalloc-96 1x96" */
+		if (!role || !strcmp(role->alias, "kmalloc"))
+			*u += (size_t)snprintf(dst + *u, cap - *u, "%s%s %ldx%lu",
+					       *u ? " + " : "", b->c[i].name, whole,
+					       b->c[i].size);
+		else
+			*u += (size_t)snprintf(dst + *u, cap - *u, "%s%s %ldx%lu%s%s%s",
+					       *u ? " + " : "", role->role, whole,
+					       b->c[i].size,
+					       strcmp(role->alias, b->c[i].name) ? " (listed as " : "",
+					       strcmp(role->alias, b->c[i].name) ? b->c[i].name : "",
+					       strcmp(role->alias, b->c[i].name) ? ")" : "");
 	}
-	if (used >= len && len > 4)
-		strcpy(out + len - 4, "...");
+	if (driver)
+		*driver = own;
+	if (len)
+		snprintf(out, len, "driver %.0f B: %s; with the file: %.0f B: %s",
+			 own, mine[0] ? mine : "none seen", total - own,
+			 vfs[0] ? vfs : "none seen");
 	return total;
 }
 
@@ -178,7 +281,8 @@ unsigned int prepare_fd_room(unsigned int want)
  * with the median raw delta, and detail with the caches that grew.
  */
 void mem_measure(enum obj_type type, unsigned int reps,
-		 double *per_rep, double *raw, char *detail, size_t dlen)
+		 double *per_rep, double *raw, double *driver, char *detail,
+		 size_t dlen)
 {
 	unsigned int n = mem_objects;
 	int *fds = tc_xcalloc(n, sizeof(int));
@@ -202,6 +306,7 @@ void mem_measure(enum obj_type type, unsigned int reps,
 		if (have_slabinfo && slab_snapshot(&b)) {
 			raws[r] = ((double)b.bytes - (double)a.bytes) / n;
 			per_rep[r] = slab_whole(&a, &b, n,
+						r == reps - 1 ? driver : NULL,
 						r == reps - 1 ? detail : NULL,
 						r == reps - 1 ? dlen : 0);
 			snprintf(mem_method, sizeof(mem_method), "/proc/slabinfo");

@@ -117,7 +117,8 @@ static void run_row(const struct row *row, struct result *r, const struct env *e
 		r->iters = mem_objects;
 		runs = runs < 3 ? runs : 3;	/* the figure barely moves */
 		mem_measure((enum obj_type)row->param, runs, r->v,
-			    &r->raw_median, r->detail, sizeof(r->detail));
+			    &r->raw_median, &r->driver_bytes, r->detail,
+			    sizeof(r->detail));
 		if (mem_method[0]) {
 			size_t l = strlen(r->detail);
 

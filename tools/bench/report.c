@@ -173,6 +173,8 @@ void write_json(FILE *f, const struct env *e, const struct result *res,
 			fprintf(f, ", \"objects\": %" PRIu64 ", \"raw_median\": ",
 				r->iters);
 			tc_json_num(f, r->raw_median);
+			fprintf(f, ", \"driver_bytes\": ");
+			tc_json_num(f, r->driver_bytes);
 			fprintf(f, ", \"detail\": ");
 			tc_json_str(f, r->detail);
 		}
