@@ -243,11 +243,14 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     share = None
     if job == "exec":
         share = Path(opts.share).resolve() if opts.share else None
+    # (TCG only: qemu.argv; under KVM the guest sees virt=kvm and ignores ICOUNT)
+    icount = (job in TIMED_JOBS or getattr(opts, "icount", False)) and not opts.no_icount
     env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
            "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else "",
            "SECURE_BOOT": getattr(opts, "secure_boot", None) or "",
            "SEEDS": getattr(opts, "seeds", None) or "",
-           "BENCH_ARGS": BENCH_CONTENTION if job == "bench" and getattr(opts, "cpus", None) else ""}
+           "BENCH_ARGS": BENCH_CONTENTION if job == "bench" and getattr(opts, "cpus", None) else "",
+           "ICOUNT": int(icount)}
     seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
     extra = dict(getattr(opts, "extra_files", None) or {})  # name in the guest's input: host path
     if job == "test" and getattr(opts, "i386_dir", None):
@@ -259,9 +262,8 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
     out_img = run_dir / "out.img"
     overlay = run_dir / "disk.qcow2"
     machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
-                           smp=opts.smp or (1 if job == "bench" else 2), net=net, interactive=job == "shell",
-                           # (TCG only: qemu.argv)
-                           icount=(job == "bench" or getattr(opts, "icount", False)) and not opts.no_icount,
+                           smp=opts.smp or (1 if job in TIMED_JOBS else 2), net=net, interactive=job == "shell",
+                           icount=icount,
                            tcg_cpu=getattr(opts, "tcg_cpu", None))
     sb = getattr(opts, "secure_boot", None)
     if sb:
@@ -375,6 +377,10 @@ def print_timings(res, image_seconds=None, whole=None, waited=None):
                  f"{', image built in this run' if image_seconds else ', cached image'})")
     log("timings: " + "; ".join(parts))
 
+
+# The jobs that print timings boot one vCPU counting guest instructions (-icount under TCG):
+# their figures then repeat from run to run and machine to machine (issue 27).
+TIMED_JOBS = ("bench", "demo")
 
 # bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only)
 BENCH_CONTENTION = "--only mutex.,queue.,waitall.8x4,waitany.64x4,pingpong.ntsync,pingpong.futex"
@@ -623,10 +629,10 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     help="no packages: build module/ in the guest and load it (debugging the flow)")
     ap.add_argument("--share", metavar="DIR", help="exec: folder copied into the guest (cwd of CMD) and back")
     ap.add_argument("--net", action="store_true", help="give the guest QEMU's user network")
-    ap.add_argument("--smp", type=int, default=None, help="vCPUs (default 2; bench 1)")
+    ap.add_argument("--smp", type=int, default=None, help="vCPUs (default 2; bench and demo 1)")
     ap.add_argument("--mem", type=int, default=2048, help="guest memory in MiB (default 2048)")
     ap.add_argument("--timeout", type=int, default=None, help="time-out of the job stage in seconds")
-    ap.add_argument("--no-icount", action="store_true", help="bench: plain TCG instead of -icount")
+    ap.add_argument("--no-icount", action="store_true", help="bench, demo: plain TCG instead of -icount")
     ap.add_argument("--cpus", type=int, default=None, metavar="N",
                     help="bench: the contention rows on N vCPUs (2..8), still counting instructions: QEMU runs "
                     "the vCPUs in turn on one host thread, so the figures repeat")
