@@ -157,6 +157,7 @@ def prepare_tree(root, src, key, patches, logf):
         for old in reversed(state.get("patches", [])):
             sh(root, f"cd /build/wine && patch -R -s -p1 < /build/patches/{old}", logf, f"reversing {old}")
         say("reusing the configured build tree of this source (incremental)")
+        state["incremental"] = True
     else:
         roots.safe_rm(root / "build")
         tree.mkdir(parents=True)
@@ -165,7 +166,7 @@ def prepare_tree(root, src, key, patches, logf):
             subprocess.run(["cp", "-a", f"{src}/.", str(tree)], check=True)
         else:
             subprocess.run(["tar", "-xf", str(src), "-C", str(tree), "--strip-components=1"], check=True)
-        state = {"source": key, "configured": False, "patches": []}
+        state = {"source": key, "configured": False, "patches": [], "incremental": False}
     pdir = root / "build" / "patches"
     pdir.mkdir(exist_ok=True)
     names = []
@@ -278,7 +279,9 @@ def finish_build(root, tree, src, name, out, uapi, version, jobs, make_secs, t0,
     facts = prove_backend(root, tree)
     lines = [f"{version}, source {src.name} ({name}), built {time.strftime('%Y-%m-%d')} in a trixie root "
              f"with {uapi}" + (f"; patches: {', '.join(Path(p).name for p in patches)}" if patches else ""),
-             f"make: {fmt_secs(make_secs)} with -j{jobs}; whole build {fmt_secs(time.monotonic() - t0)}",
+             f"make: {fmt_secs(make_secs)} with -j{jobs}"
+             + (" (incremental: on the tree an earlier build of this source left)" if state.get("incremental") else
+                " (from scratch)") + f"; whole build {fmt_secs(time.monotonic() - t0)}",
              f"targets that failed and were made empty for install-lib: {summarize(emptied)} (emptied.txt)",
              f"install: {sum(1 for _ in (root / 'build/inst').rglob('*'))} files, "
              f"{(out / 'wine.tar').stat().st_size // 2**20} MiB (wine.tar)"] + facts
