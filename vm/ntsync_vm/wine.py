@@ -467,7 +467,7 @@ def snapshot_line(wdir, cfg):
     except (OSError, ValueError, KeyError):
         return f"{cfg}: no snapshot"
     who = ", ".join(f"{u['comm']} ({u['device_fds']} device, {u['object_fds']} objects)"
-                    for u in procs.get("users", [])[:6])
+                    for u in procs.get("users", []))
     without = procs.get("wineservers_without_device") or []
     return (f"{cfg}: {procs.get('using', 0)} processes use the device{': ' + who if who else ''}"
             + (f"; wineserver pid {', '.join(map(str, without))} runs without it" if without else ""))
