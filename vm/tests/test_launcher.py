@@ -7,6 +7,7 @@ exemption, taint), stage time-outs, the boot-crash retry rule and the guest lock
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -602,6 +603,27 @@ class Wine(unittest.TestCase):
         self.assertEqual(wine.summarize([]), "none")
         self.assertEqual(wine.summarize(["fonts/a.fon", "fonts/b.fon", "dlls/x/y.dll"]),
                          "2 in fonts/, 1 in dlls/x/ (y.dll)")
+
+
+class BenchCpus(unittest.TestCase):
+    def test_cpus_is_checked(self):
+        # bench --cpus N: 2..8 vCPUs, the bench job only, not with another --smp
+        for args, says in ((["bench", "--cpus", "1"], "give 2 to 8 vCPUs"),
+                           (["bench", "--cpus", "9"], "give 2 to 8 vCPUs"),
+                           (["demo", "--cpus", "2"], "only for the bench job"),
+                           (["bench", "--cpus", "2", "--smp", "4"], "drop --smp")):
+            p = subprocess.run([str(REPO / "vm/ntsync-vm"), *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(says, p.stderr, args)
+
+    def test_contention_rows_exist(self):
+        # every --only prefix of bench --cpus names a row of ntsync-bench
+        rows = re.findall(r'^\t\{ "([a-z0-9.]+)", "', (REPO / "tools/bench/scenarios.c").read_text(), re.M)
+        prefixes = cloud.BENCH_CONTENTION.split()[1].split(",")
+        for p in prefixes:
+            self.assertTrue(any(r.startswith(p) for r in rows), p)
+        self.assertIn("waitall.8x4", rows)
+        self.assertIn("waitany.64x4", rows)
 
 
 class KernelDebs(unittest.TestCase):
