@@ -395,7 +395,7 @@ static uint64_t bench_waitall_contended(const struct row *row, uint64_t iters);
 /*
  * 3. semaphore work queue: 1 producer, consumers taking items, a slot
  * semaphore bounding what is in flight.  queue.1p3c: one item semaphore,
- * 3 consumers, 16 slots; waitany.64x4: the producer signals 64 item
+ * 3 consumers, 16 slots; contend.waitany64: the producer signals 64 item
  * semaphores in turn, 4 consumers each wait for any of the 64, 64 slots.
  */
 #define QUEUE_MAX_CONSUMERS 4
@@ -408,7 +408,7 @@ struct queue_shape {
 
 static const struct queue_shape queue_shapes[] = {
 	{ 1, 3, 16 },		/* queue.1p3c */
-	{ 64, 4, 64 },		/* waitany.64x4 */
+	{ 64, 4, 64 },		/* contend.waitany64 */
 };
 
 struct queue_run {
@@ -516,9 +516,9 @@ const struct row rows[] = {
 	  ROW_TIME, true, bench_mutex, 4 },
 	{ "queue.1p3c", "contention", "sem work queue item, 1 prod/3 cons",
 	  ROW_TIME, true, bench_queue, 0 },
-	{ "waitall.8x4", "contention", "wait-all 8 + 8 releases, 4 threads",
+	{ "contend.waitall8", "contention", "wait-all 8 + 8 releases, 4 threads",
 	  ROW_TIME, true, bench_waitall_contended, 4 },
-	{ "waitany.64x4", "contention", "wait-any 64, 4 waiters, 1 signaller",
+	{ "contend.waitany64", "contention", "wait-any 64, 4 waiters, 1 signaller",
 	  ROW_TIME, true, bench_queue, 1 },
 
 	{ "waitany.1", "wait width", "wait-any 1 (last signaled) + release",

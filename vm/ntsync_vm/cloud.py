@@ -383,7 +383,7 @@ def print_timings(res, image_seconds=None, whole=None, waited=None):
 TIMED_JOBS = ("bench", "demo")
 
 # bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only)
-BENCH_CONTENTION = "--only mutex.,queue.,waitall.8x4,waitany.64x4,pingpong.ntsync,pingpong.futex"
+BENCH_CONTENTION = "--only mutex.,queue.,contend.,pingpong.ntsync,pingpong.futex"
 
 
 def verdict(res):

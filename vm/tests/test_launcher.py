@@ -622,8 +622,8 @@ class BenchCpus(unittest.TestCase):
         prefixes = cloud.BENCH_CONTENTION.split()[1].split(",")
         for p in prefixes:
             self.assertTrue(any(r.startswith(p) for r in rows), p)
-        self.assertIn("waitall.8x4", rows)
-        self.assertIn("waitany.64x4", rows)
+        self.assertIn("contend.waitall8", rows)
+        self.assertIn("contend.waitany64", rows)
 
 
 class KernelDebs(unittest.TestCase):
