@@ -382,8 +382,10 @@ def print_timings(res, image_seconds=None, whole=None, waited=None):
 # their figures then repeat from run to run and machine to machine (issue 27).
 TIMED_JOBS = ("bench", "demo")
 
-# bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only)
-BENCH_CONTENTION = "--only mutex.,queue.,contend.,pingpong.ntsync,pingpong.futex"
+# bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only), runs
+# of 1 s: QEMU switches vCPUs every 100 ms of guest time, and 120 ms runs saw 1-2 switches
+# (doc/results.md 2026-12-07: mutex spreads 17-439 % at 120 ms, 3-37 % at 1 s)
+BENCH_CONTENTION = "--only mutex.,queue.,contend.,pingpong.ntsync,pingpong.futex --budget 1000"
 
 
 def verdict(res):
