@@ -119,8 +119,9 @@ static void slab_target(const char *name, char *out, size_t len)
 }
 
 /*
- * The role of cache NAME (as /proc/slabinfo names it), or NULL if none is
- * known (its alias: the merged name that told; driver: the driver's own).
+ * The role of cache NAME (as /proc/slabinfo names it): the slab_roles[]
+ * entry whose alias is one of the names merged into NAME's cache, or NULL
+ * when none is.
  */
 static const struct slab_role *slab_role(const char *name)
 {
@@ -153,8 +154,8 @@ static const struct slab_role *slab_role(const char *name)
 /*
  * The caches that grew by at least half an object per created object,
  * counted in whole objects, each named by what it holds: "driver 72 B:
- * ntsync object 1x72 (listed as nsproxy); VFS 448 B: file 1x256 + dentry
- * 1x192".  SLUB's active counts are approximate (free objects in per-CPU
+ * ntsync object 1x72 (listed as nsproxy); with the file: 432 B: file 1x192
+ * + dentry 1x192 + LSM file blob 1x48 (listed as Acpi-Namespace)".  SLUB's active counts are approximate (free objects in per-CPU
  * slabs count as active), so the raw byte delta runs a few percent low
  * when a repetition reuses the slabs that the previous one freed; whole
  * objects are the figure to compare.  Returns bytes per object; *driver:
@@ -170,8 +171,8 @@ static double slab_whole(const struct slab_snap *a, const struct slab_snap *b,
 	for (size_t i = 0; i < b->n; i++) {
 		unsigned long before = 0;
 		const struct slab_role *role;
-		bool is_driver;
-		double per;
+		bool is_driver, listed;
+		double per, bytes;
 		long whole;
 		char *dst;
 		size_t *u, cap;
@@ -188,30 +189,31 @@ static double slab_whole(const struct slab_snap *a, const struct slab_snap *b,
 		whole = lround(per);
 		if (whole < 1)
 			continue;
-		total += (double)whole * (double)b->c[i].size;
-		if (!len)
-			continue;
+		bytes = (double)whole * (double)b->c[i].size;
+		total += bytes;
+		if (!driver && !len)
+			continue;	/* only the last repetition names them */
 		role = slab_role(b->c[i].name);
 		is_driver = role && role->driver;
 		if (is_driver)
-			own += (double)whole * (double)b->c[i].size;
+			own += bytes;
 		dst = is_driver ? mine : vfs;
 		u = &used[!is_driver];
 		cap = sizeof(mine);
-		if (*u >= cap)
+		if (!len || *u >= cap)
 			continue;
 		/* "ntsync object 1x72 (listed as nsproxy)", "kmalloc-96 1x96" */
-		if (!role || !strcmp(role->alias, "kmalloc"))
+		if (!role || !strcmp(role->alias, "kmalloc")) {
 			*u += (size_t)snprintf(dst + *u, cap - *u, "%s%s %ldx%lu",
 					       *u ? " + " : "", b->c[i].name, whole,
 					       b->c[i].size);
-		else
-			*u += (size_t)snprintf(dst + *u, cap - *u, "%s%s %ldx%lu%s%s%s",
-					       *u ? " + " : "", role->role, whole,
-					       b->c[i].size,
-					       strcmp(role->alias, b->c[i].name) ? " (listed as " : "",
-					       strcmp(role->alias, b->c[i].name) ? b->c[i].name : "",
-					       strcmp(role->alias, b->c[i].name) ? ")" : "");
+			continue;
+		}
+		listed = strcmp(role->alias, b->c[i].name) != 0;
+		*u += (size_t)snprintf(dst + *u, cap - *u, "%s%s %ldx%lu%s%s%s",
+				       *u ? " + " : "", role->role, whole, b->c[i].size,
+				       listed ? " (listed as " : "",
+				       listed ? b->c[i].name : "", listed ? ")" : "");
 	}
 	if (driver)
 		*driver = own;
