@@ -63,6 +63,9 @@ static inline uint64_t now_ns(void)
 /* ---- scenarios.c: the raw calls and the rows ---- */
 
 extern int g_dev;		/* /dev/ntsync, or -1 */
+unsigned int bench_spread_init(void);	/* --spread: returns the CPUs used */
+int bench_spread_cpu(unsigned int i);	/* the i-th of them (i mod count) */
+void bench_spread_reset(void);		/* before every run of a row */
 int nt_create_sem(uint32_t count, uint32_t max);
 int nt_create_mutex(uint32_t owner, uint32_t count);
 int nt_create_event(uint32_t manual, uint32_t signaled);
@@ -135,6 +138,7 @@ struct env {
 	double busy_pct;	/* CPU used by others just before the rows */
 	double quiet_wait_s;	/* waited for it to drop */
 	char label[64];		/* --label, default = driver */
+	char threads[128];	/* where a row's threads run (--cpu, --spread) */
 	char date[32];		/* UTC, ISO 8601 */
 };
 

@@ -29,6 +29,7 @@ struct bench_opts {
 	const char *only;
 	const char *label;
 	int cpu;
+	bool spread;		/* a row's threads each on their own CPU */
 	double wait_s;		/* longest wait for a quiet machine */
 };
 static struct bench_opts opt = { .cpu = -1, .wait_s = 10 };
@@ -67,6 +68,13 @@ static bool row_selected(const struct row *row)
 	return false;
 }
 
+/* one run of a timed row: iters operations, elapsed ns */
+static uint64_t run_once(const struct row *row, uint64_t iters)
+{
+	bench_spread_reset();
+	return row->fn(row, iters);
+}
+
 /* find an iteration count whose run takes about budget_ns */
 static uint64_t calibrate(const struct row *row)
 {
@@ -74,7 +82,7 @@ static uint64_t calibrate(const struct row *row)
 	double target = opt.budget_ns / 10;
 
 	for (;;) {
-		t = row->fn(row, iters);
+		t = run_once(row, iters);
 		if ((double)t >= target || iters >= (1ull << 40))
 			break;
 		if (t < target / 16)
@@ -88,7 +96,7 @@ static uint64_t calibrate(const struct row *row)
 	iters = (uint64_t)((double)iters * opt.budget_ns / 3 / (double)t);
 	if (!iters)
 		iters = 1;
-	t = row->fn(row, iters);
+	t = run_once(row, iters);
 	if (t == 0)
 		t = 1;
 	iters = (uint64_t)((double)iters * opt.budget_ns / (double)t);
@@ -112,7 +120,7 @@ static void run_row(const struct row *row, struct result *r, const struct env *e
 	if (row->kind == ROW_TIME) {
 		r->iters = calibrate(row);
 		for (unsigned int i = 0; i < runs; i++)
-			r->v[i] = (double)row->fn(row, r->iters) / (double)r->iters;
+			r->v[i] = (double)run_once(row, r->iters) / (double)r->iters;
 	} else {
 		r->iters = mem_objects;
 		runs = runs < 3 ? runs : 3;	/* the figure barely moves */
@@ -141,7 +149,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: %s [--quick] [--json[=FILE]] [--runs N] [--budget MS] [--only IDS]\n"
-		"                    [--objects N] [--cpu N] [--label NAME] [--wait S]\n"
+		"                    [--objects N] [--cpu N | --spread] [--label NAME] [--wait S]\n"
 		"       %s --compare A.json B.json\n"
 		"       %s --list | --help | --version\n"
 		"\n"
@@ -155,6 +163,8 @@ static void usage(FILE *out)
 		"  -o, --only IDS      only rows whose id starts with one of IDS (comma list)\n"
 		"  -n, --objects N     objects for the memory rows (default %d)\n"
 		"  -c, --cpu N         pin every thread to CPU N\n"
+		"  -s, --spread        put the threads of a row each on its own CPU, in turn\n"
+		"                      (the same placement in every run)\n"
 		"  -l, --label NAME    name of this run in --compare (default: driver kind)\n"
 		"  -w, --wait S        wait up to S seconds for other work to stop (default 10)\n"
 		"      --compare A B   one table of two JSON files, ratio A/B per row\n"
@@ -189,6 +199,7 @@ int main(int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "objects", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "spread", no_argument, NULL, 's' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "wait", required_argument, NULL, 'w' },
 		{ "compare", no_argument, NULL, 'C' },
@@ -206,7 +217,7 @@ int main(int argc, char **argv)
 	int c;
 
 	tc_progname = "ntsync-bench";
-	while ((c = getopt_long(argc, argv, "qj::r:b:o:n:c:l:w:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qj::r:b:o:n:c:sl:w:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			opt.quick = true;
@@ -230,6 +241,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			opt.cpu = (int)parse_ulong("--cpu", optarg, 0, CPU_SETSIZE - 1);
+			break;
+		case 's':
+			opt.spread = true;
 			break;
 		case 'l':
 			opt.label = optarg;
@@ -289,6 +303,8 @@ int main(int argc, char **argv)
 		opt.wait_s = opt.quick ? 5 : 10;
 	opt.budget_ns = (double)budget_ms * 1e6;
 
+	if (opt.cpu >= 0 && opt.spread)
+		tc_usage_error("--cpu puts every thread on one CPU, --spread each on its own: give one of them");
 	if (opt.cpu >= 0) {
 		cpu_set_t set;
 
@@ -312,6 +328,24 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	signal(SIGPIPE, SIG_IGN);
 	detect_env(&env, opt.label);
+	if (opt.cpu >= 0) {
+		snprintf(env.threads, sizeof(env.threads), "all on CPU %d (--cpu)", opt.cpu);
+	} else if (opt.spread) {
+		unsigned int n = bench_spread_init();
+		size_t l;
+
+		l = (size_t)snprintf(env.threads, sizeof(env.threads),
+				     "spread (--spread): timing thread on CPU %d, a row's threads on",
+				     bench_spread_cpu(0));
+		for (unsigned int i = 1; i <= n && l < sizeof(env.threads); i++)
+			l += (size_t)snprintf(env.threads + l, sizeof(env.threads) - l,
+					      "%s %d", i > 1 ? "," : "", bench_spread_cpu(i));
+		if (l < sizeof(env.threads))
+			snprintf(env.threads + l, sizeof(env.threads) - l, "%s",
+				 n > 1 ? ", ... in turn" : " (one CPU: all share it)");
+	} else {
+		snprintf(env.threads, sizeof(env.threads), "placed by the scheduler");
+	}
 	if (env.device)
 		mem_objects = prepare_fd_room(mem_objects);
 

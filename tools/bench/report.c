@@ -109,7 +109,9 @@ void write_json(FILE *f, const struct env *e, const struct result *res,
 	tc_json_str(f, e->machine);
 	fprintf(f, ",\n    \"cpu\": ");
 	tc_json_str(f, e->cpu);
-	fprintf(f, ",\n    \"cpus\": %ld,\n    \"virt\": ", e->cpus);
+	fprintf(f, ",\n    \"cpus\": %ld,\n    \"threads\": ", e->cpus);
+	tc_json_str(f, e->threads[0] ? e->threads : "placed by the scheduler");
+	fprintf(f, ",\n    \"virt\": ");
 	tc_json_str(f, e->virt);
 	fprintf(f, ",\n    \"clocksource\": ");
 	tc_json_str(f, e->clocksource);

@@ -84,10 +84,58 @@ static uint32_t nt_wait_any(const int *objs, uint32_t count, uint32_t owner)
 /* ------------------------------------------------------------------ */
 /* threads                                                             */
 
+/*
+ * --spread: the CPUs a row's threads go on.  The timing thread stays on
+ * the first; the threads a run starts take the next ones in turn, from the
+ * second, so that every run of every row places its threads the same way
+ * (left to the scheduler, two threads on four vCPUs share one in some runs
+ * and not in others, and the figure follows).
+ */
+static int spread_cpu[CPU_SETSIZE];
+static unsigned int spread_n, spread_next;
+
+unsigned int bench_spread_init(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		tc_die("sched_getaffinity: %s", strerror(errno));
+	spread_n = 0;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			spread_cpu[spread_n++] = c;
+	CPU_ZERO(&set);
+	CPU_SET(spread_cpu[0], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		tc_die("sched_setaffinity: %s", strerror(errno));
+	return spread_n;
+}
+
+int bench_spread_cpu(unsigned int i)
+{
+	return spread_n ? spread_cpu[i % spread_n] : -1;
+}
+
+void bench_spread_reset(void)
+{
+	spread_next = 1;
+}
+
 static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-	int err = pthread_create(t, NULL, fn, arg);
+	pthread_attr_t attr;
+	int err = pthread_attr_init(&attr);
 
+	if (!err && spread_n) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(spread_cpu[spread_next++ % spread_n], &set);
+		err = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	if (!err)
+		err = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
 	if (err)
 		tc_die("pthread_create: %s", strerror(err));
 }
