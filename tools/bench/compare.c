@@ -116,7 +116,19 @@ int do_compare(const char *pa, const char *pb)
 	printf("ratio = A/B: time (or bytes) of A divided by B's; >1 means B is faster (smaller).\n");
 	printf("spread = (max - min) / median of the runs of a row; \"noisy\" marks a ratio where\n"
 	       "either side spreads by more than 5%%: run again before trusting it.\n");
-	printf("Times are CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time.\n\n");
+	printf("Times are CLOCK_MONOTONIC ns; under QEMU -icount shift=0,sleep=off guest-instruction time.\n");
+	{
+		/* older reports have no env.threads: the scheduler placed them */
+		const char *ta = jgets(jget(A, "env"), "threads");
+		const char *tb = jgets(jget(B, "env"), "threads");
+
+		if (strcmp(ta[0] ? ta : "placed by the scheduler",
+			   tb[0] ? tb : "placed by the scheduler"))
+			printf("threads differ: A %s; B %s: the rows with several threads do not compare\n",
+			       ta[0] ? ta : "placed by the scheduler",
+			       tb[0] ? tb : "placed by the scheduler");
+	}
+	putchar('\n');
 	printf("%-17s %-37s %-22s %-22s %7s\n", "row", "one op",
 	       "A: median (spread)", "B: median (spread)", "A/B");
 	printf("%-17s %-37s %-22s %-22s %7s\n", "", "",
