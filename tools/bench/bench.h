@@ -66,6 +66,8 @@ extern int g_dev;		/* /dev/ntsync, or -1 */
 unsigned int bench_spread_init(void);	/* --spread: returns the CPUs used */
 int bench_spread_cpu(unsigned int i);	/* the i-th of them (i mod count) */
 void bench_spread_reset(void);		/* before every run of a row */
+/* the last run of a lock row: the share of its acquisitions that slept, or -1 */
+extern double g_run_blocked;
 int nt_create_sem(uint32_t count, uint32_t max);
 int nt_create_mutex(uint32_t owner, uint32_t count);
 int nt_create_event(uint32_t manual, uint32_t signaled);
@@ -102,6 +104,7 @@ struct result {
 	double raw_median;	/* memory rows: raw slab byte delta */
 	double driver_bytes;	/* memory rows: the driver's own share */
 	double seconds;		/* the row took, calibration included */
+	double blocked[MAX_RUNS];	/* lock rows: share of acquisitions that slept, or -1 */
 	char detail[512];
 };
 

@@ -103,6 +103,18 @@ static uint64_t calibrate(const struct row *row)
 	return iters ? iters : 1;
 }
 
+/* lock rows: each run's share of acquisitions that slept, beside its time */
+static void blocked_detail(struct result *r, unsigned int runs)
+{
+	size_t l = (size_t)snprintf(r->detail, sizeof(r->detail),
+				    "acquisitions that slept, per run:");
+
+	for (unsigned int i = 0; i < runs && l < sizeof(r->detail); i++)
+		l += (size_t)snprintf(r->detail + l, sizeof(r->detail) - l,
+				      "%s %.1f%% (%.0f ns)", i ? "," : "",
+				      100 * r->blocked[i], r->v[i]);
+}
+
 static void run_row(const struct row *row, struct result *r, const struct env *e)
 {
 	unsigned int runs = opt.runs;
@@ -119,8 +131,12 @@ static void run_row(const struct row *row, struct result *r, const struct env *e
 	alarm((unsigned int)(opt.budget_ns * (runs + 2) * 30 / 1e9) + 60);
 	if (row->kind == ROW_TIME) {
 		r->iters = calibrate(row);
-		for (unsigned int i = 0; i < runs; i++)
+		for (unsigned int i = 0; i < runs; i++) {
 			r->v[i] = (double)run_once(row, r->iters) / (double)r->iters;
+			r->blocked[i] = g_run_blocked;
+		}
+		if (r->blocked[0] >= 0)
+			blocked_detail(r, runs);
 	} else {
 		r->iters = mem_objects;
 		runs = runs < 3 ? runs : 3;	/* the figure barely moves */

@@ -84,6 +84,8 @@ void print_row(FILE *out, const struct row *row, const struct result *r)
 		row->id, row->what, r->median,
 		group_digits(1e9 / r->median, buf, sizeof(buf)), r->min, r->max,
 		100 * (r->max - r->min) / r->median, r->iters, r->runs);
+	if (r->detail[0])
+		fprintf(out, "%-17s   %s\n", "", r->detail);
 }
 
 /* ------------------------------------------------------------------ */
@@ -187,7 +189,17 @@ void write_json(FILE *f, const struct env *e, const struct result *res,
 				fputs(", ", f);
 			tc_json_num(f, r->v[k]);
 		}
-		fputs("]}", f);
+		fputs("]", f);
+		if (row->kind == ROW_TIME && r->runs && r->blocked[0] >= 0) {
+			fputs(", \"blocked\": [", f);
+			for (unsigned int k = 0; k < r->runs; k++) {
+				if (k)
+					fputs(", ", f);
+				tc_json_num(f, r->blocked[k]);
+			}
+			fputs("]", f);
+		}
+		fputs("}", f);
 	}
 	fprintf(f, "\n  ]\n}\n");
 }

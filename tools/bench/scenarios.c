@@ -119,6 +119,25 @@ int bench_spread_cpu(unsigned int i)
 void bench_spread_reset(void)
 {
 	spread_next = 1;
+	g_run_blocked = -1;
+}
+
+/*
+ * Lock rows count how often an acquisition slept: the voluntary context
+ * switches of their workers between the start line and the end (a wait
+ * that finds the object free returns without one).  Where a contended
+ * row's time moves from run to run, this says whether the lock changed
+ * hands more often (the hand-offs are what costs).
+ */
+double g_run_blocked = -1;
+
+static uint64_t thread_sleeps(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		tc_die("getrusage: %s", strerror(errno));
+	return (uint64_t)ru.ru_nvcsw;
 }
 
 static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
@@ -390,19 +409,23 @@ struct mutex_run {
 struct mutex_worker {
 	struct mutex_run *run;
 	uint32_t owner;
+	uint64_t sleeps;
 };
 
 static void *mutex_worker(void *arg)
 {
 	struct mutex_worker *w = arg;
 	struct mutex_run *r = w->run;
+	uint64_t s0;
 
 	start_line_wait(&r->start);
+	s0 = thread_sleeps();
 	for (uint64_t i = 0; i < r->iters; i++) {
 		nt_wait_any(&r->mutex, 1, w->owner);
 		r->shared++;
 		nt_mutex_unlock(r->mutex, w->owner);
 	}
+	w->sleeps = thread_sleeps() - s0;
 	return NULL;
 }
 
@@ -421,20 +444,24 @@ struct waitall_run {
 struct waitall_worker {
 	struct waitall_run *run;
 	uint32_t owner;
+	uint64_t sleeps;
 };
 
 static void *waitall_worker(void *arg)
 {
 	struct waitall_worker *w = arg;
 	struct waitall_run *r = w->run;
+	uint64_t s0;
 
 	start_line_wait(&r->start);
+	s0 = thread_sleeps();
 	for (uint64_t i = 0; i < r->iters; i++) {
 		nt_wait(NTSYNC_IOC_WAIT_ALL, r->objs, WAITALL_WIDTH, w->owner);
 		r->shared++;
 		for (unsigned int j = 0; j < WAITALL_WIDTH; j++)
 			nt_sem_release(r->objs[j], 1);
 	}
+	w->sleeps = thread_sleeps() - s0;
 	return NULL;
 }
 
@@ -848,6 +875,13 @@ static uint64_t bench_mutex(const struct row *row, uint64_t iters)
 		join_thread(t[i]);
 	elapsed = now_ns() - t0;
 	start_line_destroy(&r.start);
+	{
+		uint64_t sleeps = 0;
+
+		for (unsigned int i = 0; i < n; i++)
+			sleeps += w[i].sleeps;
+		g_run_blocked = (double)sleeps / (double)(r.iters * n);
+	}
 	close(r.mutex);
 	if (r.shared != r.iters * n)
 		tc_die("%s: mutex lost an update (%" PRIu64 " of %" PRIu64 ")",
@@ -921,6 +955,13 @@ static uint64_t bench_waitall_contended(const struct row *row, uint64_t iters)
 		join_thread(t[i]);
 	elapsed = now_ns() - t0;
 	start_line_destroy(&r.start);
+	{
+		uint64_t sleeps = 0;
+
+		for (unsigned int i = 0; i < n; i++)
+			sleeps += w[i].sleeps;
+		g_run_blocked = (double)sleeps / (double)(r.iters * n);
+	}
 	for (unsigned int j = 0; j < WAITALL_WIDTH; j++)
 		close(r.objs[j]);
 	if (r.shared != r.iters * n)
