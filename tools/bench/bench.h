@@ -63,9 +63,10 @@ static inline uint64_t now_ns(void)
 /* ---- scenarios.c: the raw calls and the rows ---- */
 
 extern int g_dev;		/* /dev/ntsync, or -1 */
-unsigned int bench_spread_init(void);	/* --spread: returns the CPUs used */
-int bench_spread_cpu(unsigned int i);	/* the i-th of them (i mod count) */
-void bench_spread_reset(void);		/* before every run of a row */
+/* --spread: pins the timing thread, says the placement in desc */
+void bench_spread_init(char *desc, size_t len);
+/* before every run of a row: thread placement, the lock rows' sleep count */
+void bench_run_reset(void);
 /* the last run of a lock row: the share of its acquisitions that slept, or -1 */
 extern double g_run_blocked;
 int nt_create_sem(uint32_t count, uint32_t max);
@@ -142,6 +143,7 @@ struct env {
 	double quiet_wait_s;	/* waited for it to drop */
 	char label[64];		/* --label, default = driver */
 	char threads[128];	/* where a row's threads run (--cpu, --spread) */
+#define THREADS_BY_SCHEDULER "placed by the scheduler"
 	char date[32];		/* UTC, ISO 8601 */
 };
 

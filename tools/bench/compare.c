@@ -122,11 +122,11 @@ int do_compare(const char *pa, const char *pb)
 		const char *ta = jgets(jget(A, "env"), "threads");
 		const char *tb = jgets(jget(B, "env"), "threads");
 
-		if (strcmp(ta[0] ? ta : "placed by the scheduler",
-			   tb[0] ? tb : "placed by the scheduler"))
+		ta = ta[0] ? ta : THREADS_BY_SCHEDULER;
+		tb = tb[0] ? tb : THREADS_BY_SCHEDULER;
+		if (strcmp(ta, tb))
 			printf("threads differ: A %s; B %s: the rows with several threads do not compare\n",
-			       ta[0] ? ta : "placed by the scheduler",
-			       tb[0] ? tb : "placed by the scheduler");
+			       ta, tb);
 	}
 	putchar('\n');
 	printf("%-17s %-37s %-22s %-22s %7s\n", "row", "one op",

@@ -193,7 +193,7 @@ void print_env(FILE *out, const struct env *e, const char *mode,
 		fprintf(out, "driver: /dev/ntsync cannot be opened (%s): the ntsync rows are skipped\n",
 			e->device_error);
 	}
-	fprintf(out, "threads: %s\n", e->threads[0] ? e->threads : "placed by the scheduler");
+	fprintf(out, "threads: %s\n", e->threads);
 	fprintf(out, "clock:  clocksource %s%s", e->clocksource[0] ? e->clocksource : "?",
 		!strcmp(e->clocksource, "tsc-early") ?
 		" (still early-boot calibration: figures may be off by a large factor)" : "");

@@ -71,7 +71,7 @@ static bool row_selected(const struct row *row)
 /* one run of a timed row: iters operations, elapsed ns */
 static uint64_t run_once(const struct row *row, uint64_t iters)
 {
-	bench_spread_reset();
+	bench_run_reset();
 	return row->fn(row, iters);
 }
 
@@ -347,20 +347,9 @@ int main(int argc, char **argv)
 	if (opt.cpu >= 0) {
 		snprintf(env.threads, sizeof(env.threads), "all on CPU %d (--cpu)", opt.cpu);
 	} else if (opt.spread) {
-		unsigned int n = bench_spread_init();
-		size_t l;
-
-		l = (size_t)snprintf(env.threads, sizeof(env.threads),
-				     "spread (--spread): timing thread on CPU %d, a row's threads on",
-				     bench_spread_cpu(0));
-		for (unsigned int i = 1; i <= n && l < sizeof(env.threads); i++)
-			l += (size_t)snprintf(env.threads + l, sizeof(env.threads) - l,
-					      "%s %d", i > 1 ? "," : "", bench_spread_cpu(i));
-		if (l < sizeof(env.threads))
-			snprintf(env.threads + l, sizeof(env.threads) - l, "%s",
-				 n > 1 ? ", ... in turn" : " (one CPU: all share it)");
+		bench_spread_init(env.threads, sizeof(env.threads));
 	} else {
-		snprintf(env.threads, sizeof(env.threads), "placed by the scheduler");
+		snprintf(env.threads, sizeof(env.threads), "%s", THREADS_BY_SCHEDULER);
 	}
 	if (env.device)
 		mem_objects = prepare_fd_room(mem_objects);

@@ -76,14 +76,12 @@ void print_row(FILE *out, const struct row *row, const struct result *r)
 			row->id, row->what, r->median, "-", r->min, r->max,
 			r->median ? 100 * (r->max - r->min) / r->median : 0.0,
 			r->iters, r->runs);
-		if (r->detail[0])
-			fprintf(out, "%-17s   %s\n", "", r->detail);
-		return;
+	} else {
+		fprintf(out, "%-17s %-37s %8.0f ns %11s  %.0f..%.0f (%.1f%%), %" PRIu64 " ops x %u\n",
+			row->id, row->what, r->median,
+			group_digits(1e9 / r->median, buf, sizeof(buf)), r->min, r->max,
+			100 * (r->max - r->min) / r->median, r->iters, r->runs);
 	}
-	fprintf(out, "%-17s %-37s %8.0f ns %11s  %.0f..%.0f (%.1f%%), %" PRIu64 " ops x %u\n",
-		row->id, row->what, r->median,
-		group_digits(1e9 / r->median, buf, sizeof(buf)), r->min, r->max,
-		100 * (r->max - r->min) / r->median, r->iters, r->runs);
 	if (r->detail[0])
 		fprintf(out, "%-17s   %s\n", "", r->detail);
 }
@@ -112,7 +110,7 @@ void write_json(FILE *f, const struct env *e, const struct result *res,
 	fprintf(f, ",\n    \"cpu\": ");
 	tc_json_str(f, e->cpu);
 	fprintf(f, ",\n    \"cpus\": %ld,\n    \"threads\": ", e->cpus);
-	tc_json_str(f, e->threads[0] ? e->threads : "placed by the scheduler");
+	tc_json_str(f, e->threads);
 	fprintf(f, ",\n    \"virt\": ");
 	tc_json_str(f, e->virt);
 	fprintf(f, ",\n    \"clocksource\": ");

@@ -385,8 +385,9 @@ TIMED_JOBS = ("bench", "demo")
 # bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only), runs
 # of 1 s: QEMU switches vCPUs every 100 ms of guest time, and 120 ms runs saw 1-2 switches
 # (doc/results.md 2026-12-07: mutex spreads 17-439 % at 120 ms, 3-37 % at 1 s); --spread
-# puts a row's threads each on its own vCPU, the same way in every run (left to the guest's
-# scheduler, mutex.2's two threads shared a vCPU in some runs and not in others)
+# puts a row's threads each on its own vCPU, the same way in every run (on 4 vCPUs the
+# wait-all and wait-any contention rows spread by up to 12 % in a boot without it, under 2 %
+# with it; mutex.2 still does not settle, for the reason doc/results.md gives)
 BENCH_CONTENTION = "--only mutex.,queue.,contend.,pingpong.ntsync,pingpong.futex --budget 1000 --spread"
 
 
