@@ -27,7 +27,7 @@
 #   --no-rmmod    leave the module loaded (when the driver is built in, rmmod
 #                 is skipped anyway)
 #   --suite DIR   first run the conformance suite built by meson/build-static:
-#                 every DIR/amd64/test-* and DIR/i386/test-* program (one
+#                 every DIR/*/test-* program (amd64/ and i386/; one
 #                 result per program: cmocka exits with its number of failures)
 #   --linearize N seconds of ntsync-linearize (concurrent histories checked for
 #                 linearizability against the spec's model), 64-bit, plus N/5 of
@@ -156,10 +156,13 @@ echo "guest-abuse: kernel $(uname -r), $(nproc 2>/dev/null || echo ?) CPUs, tain
 echo "guest-abuse: driver version $(cat /sys/module/ntsync/version 2>/dev/null || echo 'none (not our module)')"
 
 if [ -n "$suite" ]; then
-	# The conformance suite, 64-bit and i386 (compat ioctls); a program's exit
-	# status is its number of failed test cases, 77 when it skipped.
-	for arch in amd64 i386; do
-		for t in "$suite/$arch"/test-*; do
+	# The conformance suite, 64-bit and compat (i386 on amd64: compat ioctls), from
+	# every folder of DIR (meson/build-static's amd64/ and i386/, the initramfs's
+	# native/ and compat/); a program's exit status is its number of failed test
+	# cases, 77 when it skipped.
+	for d in "$suite"/*/; do
+		arch=$(basename "$d")
+		for t in "$d"test-*; do
 			[ -x "$t" ] || continue
 			run "suite-$arch-${t##*/test-}" "$t"
 		done

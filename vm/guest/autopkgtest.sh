@@ -28,11 +28,13 @@ mkdir -p "$ST"
 exec >>"$ST/runner.log" 2>&1
 
 # The console is opened afresh for every line: the serial getty's vhangup()
-# revokes descriptors opened before it started.
+# revokes descriptors opened before it started. It is the kernel command line's last
+# console= (the serial one the host reads; vm/ntsync_vm/arches.py names it).
+CONSOLE=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^console=\([^,]*\).*/\1/p' | tail -n 1)
 say() {
-	local c=/dev/ttyS0
-	[ -w $c ] || c=/dev/console
-	echo "##ntsync## $*" >$c
+	local c=/dev/${CONSOLE:-console}
+	[ -w "$c" ] || c=/dev/console
+	echo "##ntsync## $*" >"$c"
 	echo "##ntsync## $*"
 }
 

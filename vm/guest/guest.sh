@@ -16,10 +16,12 @@ mkdir -p "$OUT"
 # The serial console is the host's progress channel. A getty starting on it later would
 # hang up (vhangup) every descriptor open on it, so: no getty there except for `shell`,
 # and every message opens the device afresh.
+# CONSOLE (job.env): the architecture's serial console (vm/ntsync_vm/arches.py).
+: "${CONSOLE:?}"
 if [ "$JOB" != shell ]; then
-	systemctl mask --runtime --now serial-getty@ttyS0.service >/dev/null 2>&1 || true
+	systemctl mask --runtime --now "serial-getty@$CONSOLE.service" >/dev/null 2>&1 || true
 fi
-TTY=/dev/ttyS0
+TTY=/dev/$CONSOLE
 [ -w "$TTY" ] || TTY=/dev/console
 exec >>"$OUT/guest.log" 2>&1
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

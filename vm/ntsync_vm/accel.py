@@ -30,7 +30,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import qemu
+from . import arches, qemu
 
 MARKER = "ntsync-accel-probe: Linux reached userspace under KVM"
 PROBE_SECONDS = float(os.environ.get("NTSYNC_ACCEL_PROBE_SECONDS", "20"))
@@ -47,8 +47,13 @@ KVM_ERRORS = re.compile(r"KVM internal error|emulation failure|failed to set MSR
                         r"failed to initialize kvm|Could not access KVM kernel module")
 
 
+def _arch():
+    """The probe's architecture: the host's (KVM runs nothing else)."""
+    return arches.host() or arches.get()
+
+
 def _qemu():
-    return qemu.binary()
+    return qemu.binary(_arch())
 
 
 def _kvm_dev():
@@ -122,8 +127,9 @@ def probe_kernels(preferred=()):
     found = [Path(k) for k in preferred if k]
     c = cache_dir()
     found += sorted(c.glob("images/*/vmlinuz*"), reverse=True)
-    found += sorted(c.glob("kroots/*/boot/vmlinuz-*"), reverse=True)
-    found += sorted(HOST_BOOT.glob("vmlinuz-*"), reverse=True)
+    image = _arch().kernel_image
+    found += sorted(c.glob(f"kroots/*/boot/{image}-*"), reverse=True)
+    found += sorted(HOST_BOOT.glob(f"{image}-*"), reverse=True)
     seen, out = set(), []
     for k in found:
         if k in seen or not k.is_file() or not os.access(k, os.R_OK):
@@ -174,7 +180,7 @@ def decide(kernels=(), say=None, probe=None):
     if saved:
         return saved["accel"], saved.get("why") or "probed earlier in this boot"
     if not shutil.which(_qemu()):
-        return "tcg", f"{_qemu()} not found (apt-get install qemu-system-x86)"
+        return "tcg", f"{_qemu()} not found (apt-get install {_arch().qemu.package})"
     cands = probe_kernels(kernels)
     if not cands:
         # Not remembered: the next call, with a guest kernel cached, probes for real.

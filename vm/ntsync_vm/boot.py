@@ -1,24 +1,15 @@
-"""`ntsync-vm boot [KERNEL] --job smoke|fuzz|bench|upstream`: a kernel booted with nothing but
-an initramfs (busybox, the module built for exactly that kernel, static programs from
-meson/build-static, an /init), the console judged on the host.
+"""`ntsync-vm boot [KERNEL] --job JOB`: a kernel booted with nothing but an initramfs
+(busybox, the module built for exactly that kernel, static programs from meson/build-static,
+an /init: vm/guest/init/JOB.sh), the console judged on the host.
 
 KERNEL is a suite of the suite table (its cloud kernel, from the suite's kernel root) or, for
-the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`).
-
-  smoke     insmod, ntsync-smoke, rmmod (--in-tree: the kernel's own driver). Default trixie
-            (suites.DEFAULT).
-  bench     ntsync-bench with the kernel's driver, then ours, same boot, one vCPU under
-            -icount; the comparison runs in the guest. Default trixie-backports.
-  fuzz      tests/fuzz/guest-abuse.sh: the fuzzers, the abuse tests, the linearizability
-            checker, 64-bit and i386, optionally the suite and (--memcg) the concurrent
-            fuzzer at a memory cgroup's limit. Default debug.
-  upstream  mainline's driver from linux-source-7.3 as shipped and with upstream/'s series,
-            each judged by the selftest with the series' new cases and our suite
-            (NTSYNC_STRICT=1). trixie-backports only.
+the fuzz job, debug or kcsan (the kernels of `ntsync-vm build-kernel`). The jobs are the
+initramfs rows of the job table (vm/ntsync_vm/jobs.py), each with its default kernel.
 Exit: 0 passed, 1 failed, 2 bad usage (or what is needed is missing), 3 infrastructure.
 """
 
 import argparse
+import dataclasses
 import lzma
 import re
 import shlex
@@ -27,35 +18,63 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import console, gates, initramfs, qemu, roots, run, static, suites
-from .util import MIRROR, REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, require_root, say
+from . import arches, console, gates, initramfs, jobs, qemu, roots, run, static, suites
+from .util import MIRROR, REPO, VM_DIR, Failed, Failure, Usage, cache, ensure_host_tools, require_root, say
 
-JOBS = ("smoke", "fuzz", "bench", "upstream")
-# (upstream: the mainline source it patches is linux-source-7.3, trixie-backports' kernel)
-DEFAULT_KERNEL = {"smoke": suites.DEFAULT, "fuzz": "debug", "bench": suites.BENCH_DEFAULT,
-                  "upstream": "trixie-backports"}
 DEBUG_FLAVOURS = ("debug", "kcsan")
 DEBUG_TREE = "/build/linux-source-6.12"
 
 INIT_DIR = VM_DIR / "guest" / "init"
 
 
+@dataclasses.dataclass(frozen=True)
+class BootRequest:
+    """Everything one initramfs boot needs: the only input of a boot job (from_args)."""
+    job: jobs.Job
+    kernel: str                        # a suite, or debug / kcsan
+    arch: arches.Arch = dataclasses.field(default_factory=arches.get)
+    in_tree: bool = False              # the kernel's own ntsync.ko instead of ours
+    seconds: int = 600                 # fuzz: guest-abuse.sh's fuzzing time
+    cycles: int = None                 # fuzz: create/close cycles (None: by kernel)
+    seed: int = None
+    smp: int = 2
+    mem: int = 2048
+    suite: bool = False                # fuzz: the conformance suite first
+    linearize: int = 120
+    linearize_only: bool = False
+    concurrent: int = None
+    memcg: int = 0
+    module_src: Path = None            # fuzz: the module from another tree
+    rest: tuple = ()                   # bench: ntsync-bench's arguments
+
+    @property
+    def bench(self):
+        return self.job.name == "bench"
+
+    def console(self):
+        return self.arch.console_arg()
+
+
 def init_files(job, files):
-    """The /init of JOB (vm/guest/init/JOB.sh) and FILES with the library every /init sources."""
+    """The /init of JOB (its row's script, vm/guest/init/NAME.sh) and FILES with the library
+    every /init sources."""
+    if not job.script.is_file():
+        raise Failure(f"job {job.name}: its script {job.script} is missing")
     files["lib/init.sh"] = INIT_DIR / "lib.sh"
-    return (INIT_DIR / f"{job}.sh").read_text(), files
+    return job.script.read_text(), files
 
 
 class Kernel:
-    """The kernel a boot job boots: its root (where the module is built), vmlinuz, release and
-    the headers' path inside the root."""
+    """The kernel a boot job boots: its root (where the module is built), its image, release
+    and the headers' path inside the root."""
 
-    def __init__(self, name, pattern="*"):
+    def __init__(self, name, pattern="*", arch=None):
         self.name = name
+        self.arch = arch or arches.get()
         if name in DEBUG_FLAVOURS:
             base = cache() / f"{name}-kernel"
             self.root = base / "root"
-            self.vmlinuz = self.root / DEBUG_TREE.lstrip("/") / "arch/x86/boot/bzImage"
+            self.vmlinuz = self.root / DEBUG_TREE.lstrip("/") / self.arch.kernel_build_image
             if not (self.vmlinuz.is_file() and (base / "stamp").is_file()):
                 raise Usage(f"no {name} kernel in {base}: run 'vm/ntsync-vm build-kernel --flavour {name}' first")
             stamp = dict(line.split("=", 1) for line in (base / "stamp").read_text().splitlines() if "=" in line)
@@ -63,8 +82,8 @@ class Kernel:
             self.kdir = DEBUG_TREE
         else:
             self.name = suites.resolve(name)
-            self.root = roots.kroot(self.name)
-            self.release, self.vmlinuz = roots.kernel_release(self.root, pattern)
+            self.root = roots.kroot(self.name, self.arch)
+            self.release, self.vmlinuz = roots.kernel_release(self.root, pattern, self.arch)
             self.kdir = f"/usr/src/linux-headers-{self.release}"
 
     def in_tree_ko(self, dest):
@@ -72,7 +91,7 @@ class Kernel:
         found = sorted(Path(self.root, "lib/modules", self.release).rglob("ntsync.ko*"))
         if not found:
             raise Usage(f"kernel {self.release} has no in-tree ntsync module (suites with it: "
-                        f"{', '.join(n for n, s in suites.SUITES.items() if s['in_tree'])})")
+                        f"{', '.join(suites.in_tree_names(image_only=False))})")
         ko = found[0]
         if ko.name.endswith(".xz"):
             Path(dest).write_bytes(lzma.decompress(ko.read_bytes()))
@@ -89,7 +108,7 @@ class Kernel:
         ok, ko = roots.build_module(self.root, self.kdir, logf, src=src, dest="/tmp/ntsync-boot", flags=flags)
         if not ok:
             print(logf.read_text(errors="replace"), end="")
-            raise Failure(f"the module did not build against {self.name} ({self.kdir})", 1)
+            raise Failed(f"the module did not build against {self.name} ({self.kdir})")
         shutil.copy2(ko, dest)
         roots.safe_rm(Path(str(self.root) + "/tmp/ntsync-boot"))
 
@@ -138,9 +157,9 @@ def judge_taint(marks, prog):
 # ------------------------------------------------------------------ smoke and bench
 
 def job_smoke(o, work):
-    k = Kernel(o.kernel)
+    k = Kernel(o.kernel, arch=o.arch)
     files = {}
-    bins = static.build(["amd64"]) / "amd64"
+    bins = static.build([o.arch.name]) / o.arch.name
     if o.bench:
         k.in_tree_ko(work / "intree.ko")
         files["intree.ko"] = work / "intree.ko"
@@ -151,19 +170,24 @@ def job_smoke(o, work):
     else:
         k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
     files["ntsync.ko"] = work / "ntsync.ko"
-    files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
-    initramfs.build(work / "initrd.gz", *init_files("bench" if o.bench else "smoke", files))
-    name = "bench" if o.bench else "smoke"
-    m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), name=f"ntsync-boot-{name}", mem=1024,
-                     smp=1 if o.bench else 2, cpu="qemu64" if o.bench else None, icount=o.bench,
+    if o.job.name in ("smoke", "bench"):
+        files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
+    else:  # a row of the job table with no runner of its own: every static program
+        files.update({f"bin/{b.name}": b for b in bins.iterdir() if b.is_file() and not b.name.startswith(".")})
+    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
+    name = o.job.name
+    timed = o.job.timed
+    m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), arch=o.arch, name=f"ntsync-boot-{name}",
+                     mem=1024, smp=1 if timed else 2, cpu=o.arch.qemu.cpu_bench if timed else None, icount=timed,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
-                     append="console=ttyS0 panic=-1 oops=panic" + (" quiet" if o.bench else ""))
-    text, _ = boot(m, console.timeout_for("boot", 1800 if o.bench else 300), tcg_only=o.bench,
-                   who=f"{k.release} ({k.name})")
-    return judge_smoke(text, k.name, o.bench)
+                     append=f"{o.console()} panic=-1 oops=panic" + (" quiet" if timed else ""))
+    text, _ = boot(m, console.timeout_for("boot", o.job.timeout), tcg_only=timed,
+                   who=f"{k.release} ({k.name}, {o.arch.name})")
+    return judge_smoke(text, k.name, o.bench, exit_mark=f"{name}-exit")
 
 
-def judge_smoke(text, name, bench=False, prog="boot"):
+def judge_smoke(text, name, bench=False, prog="boot", exit_mark="smoke-exit"):
+    """The verdict of a smoke-like boot: the job's EXIT_MARK 0, rmmod, taint, the gates."""
     lines = console.clean_lines(text)
     marks = console.marks(text)
     rc = 0
@@ -178,7 +202,7 @@ def judge_smoke(text, name, bench=False, prog="boot"):
     for line in map(console.shown, lines):
         if re.match(r"^(== |FAIL |smoke: )", line) and not line.startswith("== json"):
             print(line)
-    if console.mark(marks, "smoke-exit") != "0":
+    if console.mark(marks, exit_mark) != "0":
         rc = 1
     if not any(k == "rmmod" and r == "ok" for k, r in marks):
         say(f"{prog}: rmmod failed or never ran")
@@ -193,13 +217,7 @@ def judge_smoke(text, name, bench=False, prog="boot"):
 # ------------------------------------------------------------------ fuzz
 
 def job_fuzz(o, work):
-    if o.module_src:
-        if o.in_tree:
-            raise Usage("--in-tree and --module-src exclude each other")
-        src = Path(o.module_src).resolve()
-        if not ((src / "module/Makefile").is_file() and (src / "include/uapi/linux/ntsync.h").is_file()):
-            raise Usage(f"--module-src {o.module_src}: no module/Makefile or include/uapi/linux/ntsync.h there")
-    k = Kernel(o.kernel)
+    k = Kernel(o.kernel, arch=o.arch)
     cycles = o.cycles if o.cycles is not None else (20000 if k.name in DEBUG_FLAVOURS else 1000000)
     if o.linearize_only:
         cycles = 0
@@ -207,18 +225,19 @@ def job_fuzz(o, work):
         ko = k.in_tree_ko(work / "ntsync.ko")
         say(f"the in-tree driver {ko.relative_to(k.root)}")
     else:
-        k.build_ours(work / "ntsync.ko", work, src=Path(o.module_src).resolve() if o.module_src else REPO)
+        k.build_ours(work / "ntsync.ko", work, src=o.module_src or REPO)
         if o.module_src:
             say(f"the module from {o.module_src}")
-    out = static.build()
+    native, compat = arches.static_names(o.arch)
+    out = static.build([native, compat])
     args = f"--seconds {o.seconds} --cycles {cycles}" + (f" --seed {o.seed}" if o.seed is not None else "")
     args += " --suite /" if o.suite else ""
     args += f" --linearize {o.linearize}" + (" --linearize-only" if o.linearize_only else "")
     args += f" --concurrent {o.concurrent}" if o.concurrent is not None else ""
     args += f" --memcg {o.memcg}" if o.memcg else ""
-    files = {"ntsync.ko": work / "ntsync.ko", "amd64": out / "amd64", "i386": out / "i386",
+    files = {"ntsync.ko": work / "ntsync.ko", "native": out / native, "compat": out / compat,
              "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh", "fuzz-args": args + "\n"}
-    initramfs.build(work / "initrd.gz", *init_files("fuzz", files))
+    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
     limit = (o.seconds + (o.concurrent or 0) + o.memcg) * 3 + cycles // 200 + o.linearize * 2 + 1800
     # KCSAN prints a report's stacks at the default level: without them the host could not
@@ -227,9 +246,9 @@ def job_fuzz(o, work):
     # --memcg: every failed charge prints an OOM report ("no killable processes") to the
     # kernel log; a larger log keeps the guest's own check of it from losing lines.
     logbuf = " log_buf_len=64M" if o.memcg else ""
-    m = qemu.Machine(console=log_path(f"boot-fuzz-{tag}.log"), name="ntsync-boot-fuzz", mem=o.mem, smp=o.smp,
-                     kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
-                     append=f"console=ttyS0 panic=-1 kasan.fault=report loglevel={loglevel}{logbuf}")
+    m = qemu.Machine(console=log_path(f"boot-fuzz-{tag}.log"), arch=o.arch, name="ntsync-boot-fuzz", mem=o.mem,
+                     smp=o.smp, kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
+                     append=f"{o.console()} panic=-1 kasan.fault=report loglevel={loglevel}{logbuf}")
     text, _ = boot(m, limit, who=f"{k.name} ({k.vmlinuz.name}), {o.smp} vCPUs, {o.mem} MiB, guest limit {limit}s")
     return judge_fuzz(text, k.name == "kcsan")
 
@@ -269,7 +288,6 @@ def new_cases(series):
     return tuple(m for p in series for m in re.findall(r"^\+TEST\((\w+)\)$", p.read_text(), re.M))
 
 
-NEW_CASES = new_cases(upstream_series())
 UPSTREAM_FILES = ("drivers/misc/ntsync.c", "tools/testing/selftests/drivers/ntsync/ntsync.c",
                   "tools/testing/selftests/kselftest_harness.h", "tools/testing/selftests/kselftest.h")
 
@@ -302,9 +320,9 @@ def job_upstream(o, work):
     series = upstream_series()
     if not series:
         raise Usage("no patches in upstream/")
-    if suites.resolve(o.kernel) != "trixie-backports":
-        raise Usage("--job upstream boots the 7.3 kernel: use trixie-backports")
-    k = Kernel("trixie-backports", "7.3*")
+    if suites.resolve(o.kernel) != o.job.default:
+        raise Usage(f"--job upstream boots the 7.3 kernel: use {o.job.default}")
+    k = Kernel(o.job.default, "7.3*", arch=o.arch)
     src = mainline_source()
     say(f"mainline ntsync from linux-source-7.3 {(src / '.version').read_text().strip()}, kernel {k.release}")
     files = {}
@@ -317,7 +335,7 @@ def job_upstream(o, work):
             for p in series:
                 with open(p) as pf:
                     if subprocess.run(["patch", "-s", "-p1", "-d", str(tree)], stdin=pf).returncode:
-                        raise Usage(f"{p.name} does not apply to linux-source-7.3")
+                        raise Failed(f"{p.name} does not apply to linux-source-7.3")
         build = f"/tmp/ntsync-upstream-{v}"
         host_build = Path(str(k.root) + build)
         roots.safe_rm(host_build)
@@ -330,7 +348,7 @@ def job_upstream(o, work):
                               stdout=lf, stderr=subprocess.STDOUT)
         if r.returncode:
             print(logf.read_text(errors="replace"), end="")
-            raise Usage(f"building the {v} driver failed")
+            raise Failed(f"building the {v} driver failed")
         shutil.copy2(host_build / "ntsync.ko", work / f"ntsync-{v}.ko")
         files[f"ntsync-{v}.ko"] = work / f"ntsync-{v}.ko"
         roots.safe_rm(host_build)
@@ -350,20 +368,20 @@ def job_upstream(o, work):
                           stdout=lf, stderr=subprocess.STDOUT)
     if r.returncode:
         print(logf.read_text(errors="replace"), end="")
-        raise Usage("building the selftest failed")
+        raise Failed("building the selftest failed")
     shutil.copy2(sel / "ntsync-selftest", work / "ntsync-selftest")
     roots.safe_rm(sel)
     files["bin/ntsync-selftest"] = work / "ntsync-selftest"
-    bins = static.build(["amd64"]) / "amd64"
+    bins = static.build([o.arch.name]) / o.arch.name
     for t in sorted(bins.glob("test-*")):
         files[f"bin/{t.name}"] = t
     # test-diff finds its recorded reference next to itself
     files["bin/differential-7.3.txt"] = bins / "differential-7.3.txt"
-    initramfs.build(work / "initrd.gz", *init_files("upstream", files))
-    m = qemu.Machine(console=log_path("upstream-check.log"), name="ntsync-boot-upstream", mem=1024, smp=2,
-                     kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
-                     append="console=ttyS0 panic=-1 oops=panic quiet")
-    text, _ = boot(m, console.timeout_for("boot", 1800), who=k.release)
+    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
+    m = qemu.Machine(console=log_path("upstream-check.log"), arch=o.arch, name="ntsync-boot-upstream", mem=1024,
+                     smp=2, kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
+                     append=f"{o.console()} panic=-1 oops=panic quiet")
+    text, _ = boot(m, console.timeout_for("boot", o.job.timeout), who=k.release)
     return judge_upstream(text)
 
 
@@ -371,7 +389,7 @@ def judge_upstream(text, prog="upstream"):
     lines = console.clean_lines(text)
     marks = console.marks(text)
     if not any(k == "end" for k, _ in marks):
-        raise Usage(f"the guest did not finish; see {log_path('upstream-check.log')}")
+        raise Failure(f"the guest did not finish; see {log_path('upstream-check.log')}")
     rc = 0
     for v in ("unpatched", "patched"):
         self_lines = console.between(lines, f"selftest-begin {v}", f"selftest-end {v}")
@@ -399,7 +417,7 @@ def judge_upstream(text, prog="upstream"):
                 say(f"{prog}: the patched driver must pass everything")
                 rc = 1
         else:
-            for c in NEW_CASES:
+            for c in new_cases(upstream_series()):
                 if c not in failed:
                     say(f"{prog}: new case {c} passed on the unpatched driver")
                     rc = 1
@@ -417,29 +435,39 @@ def judge_upstream(text, prog="upstream"):
 
 # ------------------------------------------------------------------ command line
 
+# The host side of each initramfs row of the job table; a row without one is booted as the
+# smoke job is (the module, the architecture's static programs, its /init judged the same).
+RUNNERS = {"fuzz": lambda o, w: job_fuzz(o, w), "upstream": lambda o, w: job_upstream(o, w)}
+
+
 def whole(v):
     if not re.fullmatch(r"[0-9]+", v):
         raise argparse.ArgumentTypeError(f"'{v}' is not a whole number")
     return int(v)
 
 
-def main(argv):
+def from_args(argv):
+    """The BootRequest of `ntsync-vm boot`'s command line ARGV."""
     rest = []
     if "--" in argv:
         i = argv.index("--")
         argv, rest = argv[:i], argv[i + 1:]
+    boot_jobs = jobs.of_kind("initramfs", cli_only=True)
     ap = argparse.ArgumentParser(prog="ntsync-vm boot", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+                                 epilog=__doc__.split("\n\n", 1)[1] + "\njobs (default kernel):\n" + "\n".join(
+                                     f"  {j.name:<10}({suites.default_for(j)}) {j.help}" for j in boot_jobs))
     ap.add_argument("kernel", nargs="?", help=f"{suites.describe()}, or for fuzz debug or kcsan")
-    ap.add_argument("--job", choices=JOBS, required=True)
+    ap.add_argument("--job", choices=[j.name for j in boot_jobs], required=True)
+    ap.add_argument("--arch", default=arches.DEFAULT, choices=list(arches.ARCHES),
+                    help=f"the guest's architecture (default {arches.DEFAULT})")
     ap.add_argument("--in-tree", action="store_true", help="smoke, fuzz: load the kernel's own ntsync.ko (7.x)")
     ap.add_argument("--seconds", type=whole, default=600, help="fuzz: fuzzing time for guest-abuse.sh (600)")
     ap.add_argument("--cycles", type=whole, help="fuzz: create/close cycles (1000000; 20000 on debug/kcsan)")
     ap.add_argument("--seed", type=whole, help="fuzz: the fuzzers' seed")
     ap.add_argument("--smp", type=whole, default=2, help="fuzz: vCPUs (2)")
     ap.add_argument("--mem", type=whole, default=2048, help="fuzz: MiB (2048)")
-    ap.add_argument("--suite", action="store_true", help="fuzz: also run the conformance suite (amd64, i386) first")
+    ap.add_argument("--suite", action="store_true", help="fuzz: also run the conformance suite (64-bit, compat) first")
     ap.add_argument("--linearize", type=whole, default=120, help="fuzz: seconds of ntsync-linearize (120)")
     ap.add_argument("--linearize-only", action="store_true", help="fuzz: only the linearizability phase")
     ap.add_argument("--concurrent", type=whole, metavar="SECONDS",
@@ -449,15 +477,30 @@ def main(argv):
     ap.add_argument("--module-src", metavar="DIR", help="fuzz: build the module from DIR (module/, include/uapi/, "
                     "VERSION) instead of this tree")
     o = ap.parse_args(argv)
-    o.rest = rest
-    o.bench = o.job == "bench"
-    if rest and not o.bench:
+    job = jobs.get(o.job, "initramfs")
+    if rest and job.name != "bench":
         raise Usage(f"'-- {' '.join(rest)}': only --job bench takes arguments (for ntsync-bench)")
-    o.kernel = o.kernel or DEFAULT_KERNEL[o.job]
-    if o.kernel in DEBUG_FLAVOURS and o.job != "fuzz":
-        raise Usage(f"kernel {o.kernel}: only --job fuzz boots the debug kernels")
+    kernel = o.kernel or suites.default_for(job)
+    if kernel in DEBUG_FLAVOURS and job.name != "fuzz":
+        raise Usage(f"kernel {kernel}: only --job fuzz boots the debug kernels")
+    if kernel not in DEBUG_FLAVOURS:
+        kernel = suites.resolve(kernel)
+    src = None
+    if o.module_src:
+        if o.in_tree:
+            raise Usage("--in-tree and --module-src exclude each other")
+        src = Path(o.module_src).resolve()
+        if not ((src / "module/Makefile").is_file() and (src / "include/uapi/linux/ntsync.h").is_file()):
+            raise Usage(f"--module-src {o.module_src}: no module/Makefile or include/uapi/linux/ntsync.h there")
+    return BootRequest(job=job, kernel=kernel, arch=arches.get(o.arch), in_tree=o.in_tree, seconds=o.seconds,
+                       cycles=o.cycles, seed=o.seed, smp=o.smp, mem=o.mem, suite=o.suite, linearize=o.linearize,
+                       linearize_only=o.linearize_only, concurrent=o.concurrent, memcg=o.memcg, module_src=src,
+                       rest=tuple(rest))
+
+
+def main(argv):
+    o = from_args(argv)
     require_root("boot (the module is built in a chroot)")
-    ensure_host_tools(["qemu-system-x86_64", "busybox", "unshare"])
+    ensure_host_tools([o.arch.qemu.binary, "busybox", "unshare"])
     with tempfile.TemporaryDirectory(prefix="ntsync-boot-") as work:
-        job = {"smoke": job_smoke, "bench": job_smoke, "fuzz": job_fuzz, "upstream": job_upstream}[o.job]
-        return job(o, Path(work))
+        return RUNNERS.get(o.job.name, job_smoke)(o, Path(work))

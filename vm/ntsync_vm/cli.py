@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 from . import accel as accel_mod
-from . import qemu, run, suites
+from . import jobs, qemu, run, suites
 from .util import Failure
 
 SUBCOMMANDS = f"""more subcommands (each has --help):
   kbuild [--sparse] [SUITE...]   module/ built with W=1 against each suite's kernel headers, one table
   kroot SUITE                    print the path of SUITE's kernel root (built when missing)
   in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
-  boot [KERNEL] --job smoke|fuzz|bench|upstream   a kernel booted with an initramfs job
+  boot [KERNEL] --job {'|'.join(j.name for j in jobs.of_kind("initramfs", cli_only=True))}   a kernel booted with an initramfs job
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
   wine --source DIR|TARBALL      a real Wine built against ntsync-uapi-dev in a trixie root, cached
@@ -66,7 +66,7 @@ def main(argv):
     try:
         if sub == "_customize":  # mmdebstrap's customize hook of an image build
             from .image import customize_root
-            customize_root(Path(argv[1]), argv[2])
+            customize_root(Path(argv[1]), argv[2], argv[3])
             return 0
         if sub == "accel":
             return accel_main(argv[1:])

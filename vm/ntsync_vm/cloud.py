@@ -1,22 +1,30 @@
-"""The cloud guest jobs: demo, test, bench, exec, shell, matrix (Debian cloud images, our
-packages installed by apt)."""
+"""The cloud guest jobs of the job table (jobs.py: demo, test, bench, exec, shell, and those
+other commands run) and the commands made of them (matrix, secure-boot, image): Debian cloud
+images, our packages installed by apt.
+
+A guest run has one input, a frozen Request (built once: from the command line by
+Request.from_args, by `ntsync-vm wine`, by the matrix and the Secure Boot command with
+dataclasses.replace), and one output, a Result. Errors are raised (util.Failure and its
+kinds); only main() turns them into exit codes."""
 
 import argparse
+import dataclasses
 import os
 import re
 import shlex
 import shutil
-import sys
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from . import artifacts, gates, lock, qemu, static, suites
+from typing import NamedTuple
+
+from . import arches, artifacts, gates, jobs, lock, qemu, static, suites
 from . import run as run_mod
 from .console import STAGE_TIMEOUTS, SUMMARY, TESTLINE, boot_crash, tail, timeout_for
-from .image import find_image
-from .util import REPO, Failure, cache, die, elapsed, ensure_host_tools, fmt_secs, log, repo_version, \
+from .image import find_image, kernel_cmdline
+from .util import REPO, Failure, Usage, cache, elapsed, ensure_host_tools, fmt_secs, log, repo_version, \
     run, source_files, tree_hash
 
 
@@ -38,10 +46,9 @@ def build_debs():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     logf = out.parent / f"build-{key}.log"
-    if (REPO / "debian/build-debs").exists():
-        cmd = ["bash", str(REPO / "debian/build-debs"), "--out", str(out)]
-    else:
-        die("debian/build-debs is missing; it builds the packages (dpkg-buildpackage -us -uc -b)")
+    if not (REPO / "debian/build-debs").exists():
+        raise Failure("debian/build-debs is missing; it builds the packages (dpkg-buildpackage -us -uc -b)")
+    cmd = ["bash", str(REPO / "debian/build-debs"), "--out", str(out)]
     log(f"packages: building with {shlex.join(cmd[1:])} (log {logf})")
     with open(logf, "w") as lf:
         try:
@@ -62,14 +69,14 @@ def build_debs():
     return debs
 
 
-def build_i386_suite():
-    """The conformance suite as static i386 executables (meson/build-static --arch i386),
-    for the compat ioctl path."""
+def build_compat_suite(arch):
+    """The conformance suite as static programs of ARCH's compat ABI (meson/build-static
+    --arch COMPAT), for the driver's compat ioctl path."""
     try:
-        d = static.build(["i386"]) / "i386"
+        d = static.build([arch.compat]) / arch.compat
     except Failure as e:
         raise Failure(f"{e}\n(ntsync-vm test --no-i386 runs the 64-bit suite alone)")
-    log(f"i386 suite: {d}")
+    log(f"{arch.compat} suite: {d}")
     return d
 
 
@@ -148,9 +155,6 @@ def judge_secure_boot(results, mode):
     return problems, notes
 
 
-KERNEL_CMDLINE = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
-
-
 class StageWatch(run_mod.Watch):
     """The cloud guest's Watch: guest.sh's stages (`##ntsync## stage NAME`), each within its
     time-out (console.STAGE_TIMEOUTS; the job's own), `info` lines logged, `done rc=N`; the
@@ -221,64 +225,213 @@ class StageWatch(run_mod.Watch):
         return self.times, self.stage, self.done
 
 
-def run_guest(job, suite, opts, debs, image=None, echo_job=False):
-    """One guest run, through run.guest() (the guest lock, KVM or TCG with the fallback, a
-    second boot after a crash before the job). Returns a dict with result, summary, timings,
-    paths."""
-    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds", "busybox"])
+# ------------------------------------------------------------------ the request and the result
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """Everything one cloud guest run needs, and nothing else: the only input of run_guest().
+    Built once (from_args, or by the caller: wine.py, the matrix, the Secure Boot command);
+    a field added later is a keyword every caller either gives or gets the default of here."""
+    job: jobs.Job
+    suite: str
+    arch: arches.Arch = dataclasses.field(default_factory=arches.get)
+    driver: str = "ours"               # ours | in-tree
+    image: Path = None                 # the user's own Debian cloud image (else ours of SUITE)
+    kernel_debs: Path = None           # kernel .debs installed into our image and booted
+    debs: Path = None                  # these packages instead of the tree's
+    no_debs: bool = False              # no packages: module/ built in the guest
+    share: Path = None                 # exec: the folder copied in and back
+    cmd: tuple = ()                    # exec: the command
+    net: bool = False
+    smp: int = None                    # None: 1 for a timed job, else 2
+    mem: int = 2048
+    timeout: int = None                # the job stage's seconds (None: the job row's, or the default)
+    icount: bool = None                # None: as the job row says (timed)
+    append: str = ""                   # more kernel command line
+    rebuild: bool = False              # the image built again
+    secure_boot: str = None            # enrolled | not-enrolled: boot the Secure Boot image
+    seeds: int = None                  # the differential test's walks
+    bench_args: str = ""               # more ntsync-bench options (bench --cpus)
+    compat: bool = True                # the compat-ABI build of the suite too (test)
+    tcg_cpu: str = None                # -cpu under TCG (Wine: max,-smap)
+    extra_files: tuple = ()            # ((name in the guest's input, host path), ...)
+    verbose: bool = False              # the job's console output shown
+
+    @property
+    def cmd_string(self):
+        return shlex.join(self.cmd) if len(self.cmd) != 1 else self.cmd[0]
+
+    @property
+    def vcpus(self):
+        return self.smp or (1 if self.job.timed else 2)
+
+    @property
+    def counts_instructions(self):
+        """-icount under TCG (under KVM the guest sees virt=kvm and ignores ICOUNT)."""
+        return self.job.timed if self.icount is None else self.icount
+
+    @property
+    def echo(self):
+        return self.job.echo or self.verbose
+
+    def check(self):
+        """Usage errors of a request, raised before anything is built."""
+        spec = suites.SUITES[self.suite]
+        if self.driver == "in-tree" and self.image is None and not spec.in_tree:
+            raise Usage(f"--driver in-tree: suite {self.suite} (kernel {spec.kernel}) has no in-tree ntsync; "
+                        f"use --suite {' or '.join(suites.in_tree_names())}")
+        if self.job.name in ("test", "demo", "bench") and self.no_debs:
+            raise Usage(f"job {self.job.name} needs our packages: drop --no-debs")
+        if self.arch.name not in spec.architectures:
+            raise Usage(f"suite {self.suite} has no {self.arch.name} kernel (it has {', '.join(spec.architectures)})")
+        return self
+
+    @classmethod
+    def from_args(cls, o, cmd_args):
+        """The request of the cloud command line's options O (after its own checks)."""
+        suite = o.suite or suites.default_for(jobs.get(o.job, "cloud", "command"))
+        suite = suites.resolve(suite, image_only=True)
+        job = jobs.get("test" if o.job in ("matrix", "secure-boot", "image") else o.job, "cloud")
+        if o.cpus is not None:
+            if o.job != "bench":
+                raise Usage("--cpus: only for the bench job (vm/ntsync-vm bench --cpus N)")
+            if not 2 <= o.cpus <= 8:
+                raise Usage(f"--cpus {o.cpus}: give 2 to 8 vCPUs (1 is the plain bench)")
+            if o.smp not in (None, o.cpus):
+                raise Usage("--cpus N sets the vCPUs: drop --smp")
+        if o.job == "exec" and not cmd_args:
+            raise Usage("exec needs a command: ntsync-vm exec [--share DIR] -- CMD ARGS...")
+        if o.job != "exec" and cmd_args:
+            raise Usage(f"'-- {' '.join(cmd_args)}': only the exec job takes a command")
+        if o.share and not Path(o.share).is_dir():
+            raise Usage(f"--share {o.share}: not a folder")
+        arch = arches.get(o.arch)
+        if o.image and not Path(o.image).is_file():
+            raise Usage(f"--image {o.image}: no such file; pass a Debian genericcloud qcow2 "
+                        f"(debian-13-genericcloud-{arch.name}.qcow2 from Debian's cloud image site)")
+        if o.kernel_debs and not Path(o.kernel_debs).is_dir():
+            raise Usage(f"--kernel-debs {o.kernel_debs}: not a folder")
+        if o.debs and not Path(o.debs).is_dir():
+            raise Usage(f"--debs {o.debs}: not a folder")
+        if o.secure_boot or o.job == "secure-boot":
+            if o.image:
+                raise Usage("--image with Secure Boot: only the suite's own Secure Boot image is set up for it "
+                            "(signed shim and GRUB on an EFI system partition); drop --image")
+            if o.job in ("bench", "matrix"):
+                raise Usage(f"--secure-boot: the {o.job} job has no Secure Boot mode; use test, demo, exec, shell "
+                            "or the secure-boot job")
+            if o.secure_boot == "not-enrolled" and o.job in ("test", "demo"):
+                raise Usage(f"--secure-boot not-enrolled: the kernel refuses the module then, so {o.job} cannot "
+                            "run; 'ntsync-vm secure-boot' checks that case, or use exec/shell to look around")
+            if o.driver != "ours" or o.no_debs:
+                raise Usage("--secure-boot: only with our packages (DKMS signs the module): drop --driver/--no-debs")
+        req = cls(job=job, suite=suite, arch=arch, driver=o.driver,
+                  image=Path(o.image).resolve() if o.image else None,
+                  kernel_debs=Path(o.kernel_debs) if o.kernel_debs else None,
+                  debs=Path(o.debs) if o.debs else None, no_debs=o.no_debs,
+                  share=Path(o.share).resolve() if o.share else None, cmd=tuple(cmd_args), net=o.net,
+                  smp=o.cpus or o.smp, mem=o.mem, timeout=o.timeout, icount=False if o.no_icount else None,
+                  append=o.append, rebuild=o.rebuild, secure_boot=o.secure_boot, seeds=o.seeds,
+                  bench_args=BENCH_CONTENTION if o.cpus else "", compat=not o.no_i386, verbose=o.verbose)
+        return req if o.job in ("matrix", "image") else req.check()
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """What a run boots and installs, made before it (prepare()): our image (None with --image),
+    the packages (None with --no-debs), the compat suite's folder, and the seconds an image
+    build took in this run (None when the image was cached)."""
+    image: dict = None
+    debs: tuple = None
+    compat_dir: Path = None
+    image_seconds: float = None
+
+
+class Summary(NamedTuple):
+    """The job's 'N passed, N failed, N skipped' line."""
+    passed: int
+    failed: int
+    skipped: int
+
+    def __str__(self):
+        return f"{self.passed} passed, {self.failed} failed, {self.skipped} skipped"
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What one cloud guest run gave: the only output of run_guest()."""
+    job: str
+    suite: str
+    driver: str
+    run_dir: Path
+    console: Path
+    results: Path                      # the guest's results, unpacked
+    kernel: str                        # uname -r in the guest (or what was booted)
+    accel: str
+    times: dict = dataclasses.field(default_factory=dict)
+    total: float = 0.0
+    secure_boot: str = None
+    job_rc: int = None                 # None: the job reported no exit status (a shell)
+    failure: str = None                # what guest.sh gave up on
+    problems: tuple = ()               # the kernel-log, taint and unload gates' findings
+    notes: tuple = ()
+    summary: Summary = None
+
+    def verdict(self):
+        """(exit code, reasons): 0 pass, 1 failed (the job, the gates)."""
+        reasons = list(self.problems)
+        if self.failure:
+            reasons.insert(0, self.failure)
+        if self.job_rc not in (0, None):
+            reasons.insert(0, f"the job exited {self.job_rc}")
+        return (1 if reasons else 0), reasons
+
+
+def run_guest(req, prep):
+    """One guest run of REQ with what PREP made, through run.guest() (the guest lock, KVM or
+    TCG with the fallback, a second boot after a crash before the job). Returns a Result."""
+    arch, job = req.arch, req.job
+    ensure_host_tools([arch.qemu.binary, "qemu-img", "cloud-localds", "busybox"])
     t_start = time.monotonic()
-    spec = suites.SUITES.get(suite)
-    user_image = getattr(opts, "image", None)
-    driver = opts.driver
-    if driver == "in-tree" and user_image is None and not spec["in_tree"]:
-        die(f"--driver in-tree needs a kernel with the in-tree driver; use --suite {suites.BENCH_DEFAULT} "
-            f"(suite {suite} has kernel {spec['kernel']})")
+    image, sb = prep.image, req.secure_boot
     runs = cache() / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-") + f"{job}-{suite}-", dir=runs))
+    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-") + f"{job.name}-{req.suite}-", dir=runs))
     console = run_dir / "console.log"
     console.touch()
     artifacts.prune_runs(runs)
-    net = bool(user_image) or opts.net
-    share = None
-    if job == "exec":
-        share = Path(opts.share).resolve() if opts.share else None
-    # (TCG only: qemu.argv; under KVM the guest sees virt=kvm and ignores ICOUNT)
-    icount = (job in TIMED_JOBS or getattr(opts, "icount", False)) and not opts.no_icount
-    env = {"JOB": job, "DRIVER": driver, "NET": int(net), "VERSION": repo_version(),
-           "MODE": "debs" if debs else "src", "CMD": opts.cmd_string if job == "exec" else "",
-           "SECURE_BOOT": getattr(opts, "secure_boot", None) or "",
-           "SEEDS": getattr(opts, "seeds", None) or "",
-           "BENCH_ARGS": BENCH_CONTENTION if job == "bench" and getattr(opts, "cpus", None) else "",
-           "ICOUNT": int(icount)}
-    seed = artifacts.make_seed(run_dir, f"ntsync-{suite}")
-    extra = dict(getattr(opts, "extra_files", None) or {})  # name in the guest's input: host path
-    if job == "test" and getattr(opts, "i386_dir", None):
-        extra["i386"] = opts.i386_dir
-    if job == "demo" and (cache() / "wine" / "winbench.txt").is_file():
+    net = bool(req.image) or req.net
+    icount = req.counts_instructions
+    env = {"JOB": job.name, "DRIVER": req.driver, "NET": int(net), "VERSION": repo_version(),
+           "MODE": "debs" if prep.debs else "src", "CMD": req.cmd_string if job.name == "exec" else "",
+           "SECURE_BOOT": sb or "", "SEEDS": req.seeds or "", "BENCH_ARGS": req.bench_args,
+           "ICOUNT": int(icount), "CONSOLE": arch.console, "COMPAT": arch.compat or ""}
+    seed = artifacts.make_seed(run_dir, f"ntsync-{req.suite}")
+    extra = dict(req.extra_files)  # name in the guest's input: host path
+    if "compat" in job.needs and prep.compat_dir:
+        extra[arch.compat] = prep.compat_dir
+    if "figures" in job.needs and (cache() / "wine" / "winbench.txt").is_file():
         # real Wine's figures, from the last `ntsync-vm wine --bench` (wine.keep_figures)
         extra["wine-figures.txt"] = cache() / "wine" / "winbench.txt"
-    inp = artifacts.make_input(run_dir, job, env, debs, share=share, extra=extra)
+    inp = artifacts.make_input(run_dir, job.name, env, prep.debs, share=req.share if "share" in job.needs else None,
+                               extra=extra)
     out_img = run_dir / "out.img"
     overlay = run_dir / "disk.qcow2"
-    machine = qemu.Machine(console=console, name=f"ntsync-{run_dir.name}", mem=opts.mem,
-                           smp=opts.smp or (1 if job in TIMED_JOBS else 2), net=net, interactive=job == "shell",
-                           icount=icount,
-                           tcg_cpu=getattr(opts, "tcg_cpu", None))
-    sb = getattr(opts, "secure_boot", None)
+    machine = qemu.Machine(console=console, arch=arch, name=f"ntsync-{run_dir.name}", mem=req.mem, smp=req.vcpus,
+                           net=net, interactive=job.interactive, icount=icount, tcg_cpu=req.tcg_cpu)
     if sb:
         # A UEFI PC with Secure Boot: the image's own shim, GRUB and kernel boot from its
         # disk; the variable store is the run's copy (with DKMS's key in MokList or not).
         base, fmt, size = Path(image["disk"]), "qcow2", None
         kernel_desc = f"{image['info']['kernel_release']}, Secure Boot, DKMS key {sb}"
-    elif user_image:
-        base = Path(user_image).resolve()
+    elif req.image:
+        base = req.image
         fmt, size = ("qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"), "16G"
         kernel_desc = "its own bootloader and kernel"
     else:
         base, fmt, size = Path(image["disk"]), "qcow2", None
         machine.kernel, machine.initrd = str(image["kernel"]), str(image["initrd"])
-        machine.append = (KERNEL_CMDLINE + " " + opts.append).strip()
+        machine.append = (kernel_cmdline(arch) + " " + req.append).strip()
         kernel_desc = image["info"]["kernel_release"]
 
     def fresh_disks():
@@ -301,30 +454,25 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
         qemu.Drive(str(inp), "raw", serial="ntsync-in", readonly=True),
         qemu.Drive(str(out_img), "raw", serial="ntsync-out"),
     ]
-    smp, interactive = machine.smp, machine.interactive
-    what = (f"{job} on {suite if not user_image else user_image} ({kernel_desc}), driver {driver}, "
-            f"{smp} vCPU, {opts.mem} MiB{', user network' if net else ''}")
+    what = (f"{job.name} on {req.image or req.suite} ({kernel_desc}), {arch.name}, driver {req.driver}, "
+            f"{machine.smp} vCPU, {req.mem} MiB{', user network' if net else ''}")
     log(f"booting: {what}")
     log(f"console log: {console}")
     stages = {"install": "install-net" if net else "install"}
-    job_timeout = timeout_for("job", opts.timeout or (3600 if job == "bench" else None))
-    watch = StageWatch(stages, echo_job, job_timeout)
-    r = run_mod.guest(machine, watch, kernels=[] if user_image or sb else [image["kernel"]],
+    watch = StageWatch(stages, req.echo, timeout_for("job", req.timeout or job.timeout))
+    r = run_mod.guest(machine, watch, kernels=[] if req.image or sb else [image["kernel"]],
                       record=run_dir / "qemu.cmd", before_boot=fresh_disks)
     (run_dir / "qemu.stderr").write_text(r.stderr)
     if r.accel == "tcg" and machine.icount:
         log("the guest ran under TCG with -icount (guest time counts guest instructions)")
     if r.stalled:
         raise Failure(r.stall_message())
-    times, last_stage, done = ({}, "shell", None) if interactive else watch.finish()
+    times, last_stage, done = ({}, "shell", None) if job.interactive else watch.finish()
     total = time.monotonic() - t_start
     results = run_dir / "out"
     got = artifacts.read_results(out_img, results)
     overlay.unlink(missing_ok=True)
-    res = {"job": job, "suite": suite, "driver": driver, "run_dir": str(run_dir), "console": str(console),
-           "times": times, "total": total, "kernel": kernel_desc, "secure_boot": sb, "accel": r.accel,
-           "notes": []}
-    if done is None and not interactive and not (results / "job.rc").exists():
+    if done is None and not job.interactive and not (results / "job.rc").exists():
         err = r.stderr.strip()
         if last_stage == "boot" and boot_crash(console):
             twice = ", twice," if r.crashed else ""
@@ -335,32 +483,35 @@ def run_guest(job, suite, opts, debs, image=None, echo_job=False):
                       f"its tail:\n{tail(console)}")
     if not got:
         raise Failure(f"no results came back from the guest (disk {out_img}); console log {console}")
-    if (results / "uname").exists():
-        res["kernel"] = (results / "uname").read_text().strip()
-    res["job_rc"] = int((results / "job.rc").read_text()) if (results / "job.rc").exists() else None
-    if (results / "failure").exists():
-        res["failure"] = (results / "failure").read_text().strip()
-    problems, notes = gate_kernel_log(results, console, getattr(opts, "secure_boot", None))
-    res["problems"] = problems
-    res["notes"] = notes + [f"the first boot crashed before the job: {c}" for c in r.crashed]
+    problems, notes = gate_kernel_log(results, console, sb)
+    summary = None
     joblog = results / "job.log"
-    res["summary"] = None
     if joblog.exists():
         for line in joblog.read_text(errors="replace").splitlines():
             m = SUMMARY.match(line.strip())
             if m:
-                res["summary"] = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    res["results"] = str(results)
-    return res
+                summary = Summary(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+    def text(name):
+        f = results / name
+        return f.read_text().strip() if f.exists() else None
+    job_rc = text("job.rc")
+    return Result(job=job.name, suite=req.suite, driver=req.driver, run_dir=run_dir, console=console,
+                  results=results, kernel=text("uname") or kernel_desc, accel=r.accel, times=times, total=total,
+                  secure_boot=sb, job_rc=int(job_rc) if job_rc is not None else None, failure=text("failure"),
+                  problems=tuple(problems),
+                  notes=tuple(notes + [f"the first boot crashed before the job: {c}" for c in r.crashed]),
+                  summary=summary)
 
 
 TARGETS = {"total_cached": 240, "boot": 90, "total_cold": 480}
 
 
-def print_timings(res, image_seconds=None, whole=None, waited=None):
-    """WHOLE: the run's seconds (default: since the process started); WAITED: the seconds of
-    them queued for the guest lock (default: all this process queued, right when WHOLE is)."""
-    t = res["times"]
+def print_timings(times, image_seconds=None, whole=None, waited=None):
+    """TIMES: a Result's. WHOLE: the run's seconds (default: since the process started);
+    WAITED: the seconds of them queued for the guest lock (default: all this process queued,
+    right when WHOLE is)."""
+    t = times
     parts = [f"boot to job script {fmt_secs(t.get('boot_to_job', 0))}"]
     if "boot_to_first_test" in t:
         # the packages installed (DKMS build included) and the driver loaded: the job begins
@@ -378,10 +529,6 @@ def print_timings(res, image_seconds=None, whole=None, waited=None):
     log("timings: " + "; ".join(parts))
 
 
-# The jobs that print timings boot one vCPU counting guest instructions (-icount under TCG):
-# their figures then repeat from run to run and machine to machine (issue 27).
-TIMED_JOBS = ("bench", "demo")
-
 # bench --cpus N: the rows where threads on several vCPUs meet (ntsync-bench --only), runs
 # of 1 s: QEMU switches vCPUs every 100 ms of guest time, and 120 ms runs saw 1-2 switches
 # (doc/results.md 2026-12-07: mutex spreads 17-439 % at 120 ms, 3-37 % at 1 s); --spread
@@ -391,94 +538,130 @@ TIMED_JOBS = ("bench", "demo")
 BENCH_CONTENTION = "--only mutex.,queue.,contend.,pingpong.ntsync,pingpong.futex --budget 1000 --spread"
 
 
-def verdict(res):
-    """Exit code and the reasons: 0 pass, 1 failed (tests or gates)."""
-    reasons = list(res["problems"])
-    if res.get("failure"):
-        reasons.insert(0, res["failure"])
-    if res["job_rc"] not in (0, None):
-        reasons.insert(0, f"the job exited {res['job_rc']}")
-    return (1 if reasons else 0), reasons
-
-
 def report(res, image_seconds=None, timings=True, whole=None, waited=None):
     if timings:
-        print_timings(res, image_seconds, whole, waited)
-    for n in res["notes"]:
+        print_timings(res.times, image_seconds, whole, waited)
+    for n in res.notes:
         log(f"note: {n}")
-    code, reasons = verdict(res)
-    log(f"results: {res['results']}")
-    log(f"console log: {res['console']}")
+    code, reasons = res.verdict()
+    log(f"results: {res.results}")
+    log(f"console log: {res.console}")
     for r in reasons:
         log(f"FAIL: {r}")
     if not reasons:
-        allowed = "O (every module signed: Secure Boot)" if res.get("secure_boot") else "O/E"
+        allowed = "O (every module signed: Secure Boot)" if res.secure_boot else "O/E"
         log("kernel log clean (no BUG/WARNING/Oops/lockdep/KASAN/kmemleak/refcount_t), "
             f"no new taint beyond {allowed}, modprobe -r ntsync succeeded")
     return code
 
 
-def prepare(opts, suite):
-    """Image (unless --image) and packages. Returns (image, debs, image_seconds)."""
+def prepare(req, compat_dir=None, debs=None):
+    """The image (unless --image), the packages and the compat suite REQ needs: a Prepared.
+    COMPAT_DIR, DEBS: made already (one build for every row of a matrix)."""
     image, image_seconds = None, None
-    if not opts.image:
+    if not req.image:
         t = time.monotonic()
-        paths, info = find_image(suite, opts.kernel_debs, rebuild=opts.rebuild,
-                                 secure_boot=bool(getattr(opts, "secure_boot", None)))
+        paths, info = find_image(req.suite, req.kernel_debs, rebuild=req.rebuild, secure_boot=bool(req.secure_boot),
+                                 arch=req.arch)
         if time.monotonic() - t > 30:
             image_seconds = time.monotonic() - t
         image = dict(paths, info=info)
-    debs = None
-    if opts.debs:
-        debs = sorted(p for p in Path(opts.debs).glob("*.deb") if "-dbgsym_" not in p.name)
+    if debs is None and req.debs:
+        debs = sorted(p for p in req.debs.glob("*.deb") if "-dbgsym_" not in p.name)
         if not debs:
-            die(f"--debs {opts.debs}: no .deb files there")
-        log(f"packages: {len(debs)} debs from {opts.debs}")
-    elif not opts.no_debs:
+            raise Usage(f"--debs {req.debs}: no .deb files there")
+        log(f"packages: {len(debs)} debs from {req.debs}")
+    elif debs is None and not req.no_debs:
         debs = build_debs()
-    if opts.job == "test" and not opts.no_i386 and not getattr(opts, "i386_dir", None):
-        d = build_i386_suite()
-        opts.i386_dir = str(d) if d else None
-    return image, debs, image_seconds
+    if compat_dir is None and "compat" in req.job.needs and req.compat and req.arch.compat:
+        compat_dir = build_compat_suite(req.arch)
+    return Prepared(image=image, debs=tuple(debs) if debs else None, compat_dir=compat_dir,
+                    image_seconds=image_seconds)
 
 
-def job_single(opts):
-    suite = opts.suite
-    if opts.driver == "in-tree" and not opts.image and not suites.SUITES[suite]["in_tree"]:
-        die(f"--driver in-tree: suite {suite} (kernel {suites.SUITES[suite]['kernel']}) has no in-tree ntsync; "
-            f"use --suite {' or '.join(suites.in_tree_names())}")
-    image, debs, image_seconds = prepare(opts, suite)
-    if opts.job in ("test", "demo", "bench") and debs is None:
-        die(f"job {opts.job} needs our packages: drop --no-debs")
-    res = run_guest(opts.job, suite, opts, debs, image=image,
-                    echo_job=opts.job in ("demo", "bench", "exec") or opts.verbose)
-    if opts.job == "shell":
-        if res.get("job_rc") is None:
-            log(f"shell ended without ntsync-vm-exit: no end-of-job checks; console log {res['console']}")
+def job_single(req):
+    prep = prepare(req)
+    res = run_guest(req, prep)
+    if req.job.interactive:
+        if res.job_rc is None:
+            log(f"shell ended without ntsync-vm-exit: no end-of-job checks; console log {res.console}")
             return 0
         log("shell ended through ntsync-vm-exit: the end-of-job checks")
         return report(res, timings=False)
-    code = report(res, image_seconds)
-    if opts.job == "exec":
-        share = Path(res["results"]) / "share"
+    code = report(res, prep.image_seconds)
+    if req.job.name == "exec":
+        share = res.results / "share"
         if share.exists():
             log(f"the folder as the command left it: {share}")
-    if opts.job == "test":
-        s = res["summary"]
+        if res.job_rc not in (0, None) and not res.problems:
+            code = res.job_rc if 0 < res.job_rc < 256 else 1
+    if req.job.name == "test":
+        s = res.summary
         if s is None:
             log("FAIL: the test runner printed no summary line")
+        if s is None or s.failed:
             code = 1
-        elif s[1]:
-            code = 1
-        line = f"{s[0]} passed, {s[1]} failed, {s[2]} skipped" if s else "0 passed, 1 failed, 0 skipped"
-        print(line, flush=True)
-    elif opts.job == "exec":
-        if res["job_rc"] not in (0, None) and not res["problems"]:
-            code = res["job_rc"] if 0 < res["job_rc"] < 256 else 1
+        print(s or "0 passed, 1 failed, 0 skipped", flush=True)
     return code
 
 
-def job_secure_boot(opts):
+# ------------------------------------------------------------------ tables of several runs
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One run of a command that makes several (matrix, secure-boot): what its table says."""
+    suite: str
+    kernel: str
+    driver: str = "ours"
+    summary: Summary = None
+    gates: str = "clean"               # "clean", the gates' findings, or why the run failed
+    seconds: float = 0.0
+    ok: bool = False
+    console: Path = None
+    differential: str = "-"
+    case: str = ""                     # secure-boot: a or b
+    key: str = ""                      # secure-boot: DKMS's key enrolled or not
+
+
+def row_of(res, code, seconds, **kw):
+    """The Row of a finished run (a run with no summary line or failures fails)."""
+    s = res.summary
+    ok = code == 0 and s is not None and not s.failed
+    return Row(suite=res.suite, kernel=res.kernel, driver=res.driver, summary=s,
+               gates="clean" if not res.problems else "; ".join(res.problems), seconds=seconds, ok=ok,
+               console=res.console, **kw)
+
+
+def failed_row(req, err, seconds, **kw):
+    """The Row of a run that failed before it had a result (the first line of ERR says why)."""
+    return Row(suite=req.suite, kernel=suites.SUITES[req.suite].kernel, driver=req.driver,
+               gates=str(err).splitlines()[0], seconds=seconds, **kw)
+
+
+def print_table(rows, columns):
+    """ROWS as a table of COLUMNS ((header, Row -> text), ...), then the closing line:
+    the sums, a failed row without failed tests counting as one failure. Returns the exit
+    code: 0 when every row passed."""
+    table = [[h for h, _ in columns]] + [[str(get(r)) for _, get in columns] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
+    print()
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    tot = [sum(r.summary[i] for r in rows if r.summary) for i in range(3)]
+    failed_rows = sum(1 for r in rows if not r.ok)
+    print(f"\n{Summary(tot[0], tot[1] + (failed_rows if not tot[1] else 0), tot[2])}", flush=True)
+    return 0 if failed_rows == 0 else 1
+
+
+def _counts(i):
+    return lambda r: r.summary[i] if r.summary else "-"
+
+
+COUNTS = (("passed", _counts(0)), ("failed", _counts(1)), ("skipped", _counts(2)))
+END = (("time", lambda r: fmt_secs(r.seconds)), ("result", lambda r: "PASS" if r.ok else "FAIL"))
+
+
+def job_secure_boot(req):
     """Both Secure Boot cases on one suite, in guests that boot like a Secure Boot PC (OVMF with
     Microsoft's keys, Debian's signed shim, GRUB and kernel):
       a. DKMS's key not enrolled: apt installs the packages, the kernel refuses the module,
@@ -486,47 +669,30 @@ def job_secure_boot(opts):
          (the guest job vm/guest/jobs/sb-refused.sh);
       b. the key enrolled in MokList before boot: the module loads, signed, and the suite passes."""
     rows = []
-    o = argparse.Namespace(**vars(opts))
-    o.job, o.secure_boot = "test", "enrolled"
-    image, debs, image_seconds = prepare(o, opts.suite)
+    prep = prepare(dataclasses.replace(req, secure_boot="enrolled"))
     for case, mode, job in (("a", "not-enrolled", "sb-refused"), ("b", "enrolled", "test")):
-        o.secure_boot = mode
+        r = dataclasses.replace(req, job=jobs.get(job, "cloud"), secure_boot=mode)
         log(f"secure boot case {case}: DKMS's key {mode}, job {job}")
         t, w = time.monotonic(), lock.WAITED[0]
         try:
-            res = run_guest(job, opts.suite, o, debs, image=image, echo_job=True)
+            res = run_guest(r, prep)
             # Case a counts from the start (image and packages included), case b from its own
             # start: only the queueing of that stretch is left out (lock.WAITED is cumulative).
-            code = report(res, image_seconds if case == "a" else None,
+            code = report(res, prep.image_seconds if case == "a" else None,
                           whole=None if case == "a" else time.monotonic() - t,
                           waited=None if case == "a" else lock.WAITED[0] - w)
-            s = res["summary"]
-            if s is None or s[1]:
-                code = 1
-            rows.append((case, mode, res["kernel"], s, "clean" if not res["problems"] else "; ".join(res["problems"]),
-                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL"))
+            rows.append(row_of(res, code, time.monotonic() - t, case=case, key=mode))
         except Failure as e:
-            rows.append((case, mode, suites.SUITES[opts.suite]["kernel"], None, str(e).splitlines()[0],
-                         fmt_secs(time.monotonic() - t), "FAIL"))
-    print()
-    hdr = ("case", "DKMS key", "kernel", "passed", "failed", "skipped", "gates", "time", "result")
-    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[4][:70], r[5], r[6])
-                     for r in rows]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    tot = [sum(r[3][i] for r in rows if r[3]) for i in range(3)]
-    failed_rows = sum(1 for r in rows if r[6] != "PASS")
-    print(f"\n{tot[0]} passed, {tot[1] + (failed_rows if not tot[1] else 0)} failed, {tot[2]} skipped", flush=True)
-    return 0 if failed_rows == 0 else 1
+            rows.append(failed_row(r, e, time.monotonic() - t, case=case, key=mode))
+    return print_table(rows, (("case", lambda r: r.case), ("DKMS key", lambda r: r.key),
+                              ("kernel", lambda r: r.kernel), *COUNTS, ("gates", lambda r: r.gates[:70]), *END))
 
 
 def differential(res):
     """The differential test's verdict for a matrix row (tests/differential/README.md): the live
     comparison with the in-tree driver where the guest ran it (diff.log), else the suite's
     comparison with the recorded reference (test-diff's two cases in job.log)."""
-    out = Path(res.get("results") or "/nonexistent")
-    live = out / "diff.log"
+    live = res.results / "diff.log"
     if live.exists():
         parts = []
         for line in live.read_text(errors="replace").splitlines():
@@ -536,7 +702,7 @@ def differential(res):
                 parts.append(f"{what} {m.group(3)} differ")
         fails = sum(1 for line in live.read_text(errors="replace").splitlines() if line.startswith("FAIL diff:"))
         return ("live: " + ", ".join(parts) if parts else "live: no comparison") + (" FAIL" if fails else "")
-    joblog = out / "job.log"
+    joblog = res.results / "job.log"
     text = joblog.read_text(errors="replace") if joblog.exists() else ""
     if re.search(r"^FAIL diff: ", text, re.M):
         return "reference: FAIL"
@@ -545,51 +711,31 @@ def differential(res):
     return "-"
 
 
-def job_matrix(opts):
-    rows = []
+def job_matrix(req, only=None):
+    """The suite on every (suite, driver) of the suite table's matrix plan (ONLY: those
+    suites), one table. A row that fails is a failed row; the matrix goes on."""
     plan = suites.matrix_plan()
-    if opts.suites:
-        wanted = [suites.resolve(x, image_only=True) for x in opts.suites.split(",")]
+    if only:
+        wanted = [suites.resolve(x, image_only=True) for x in only.split(",")]
         plan = [p for p in plan if p[0] in wanted]
-    if not opts.debs:
-        # One build of the packages for every row, even if the tree changes meanwhile.
-        debs = build_debs()
-        opts.debs = str(debs[0].parent)
-    if not opts.no_i386 and not getattr(opts, "i386_dir", None):
-        # Likewise one build of the i386 suite.
-        d = build_i386_suite()
-        opts.i386_dir = str(d) if d else None
+    # One build of the packages and of the compat suite for every row, even if the tree
+    # changes meanwhile.
+    debs = None if req.debs or req.no_debs else build_debs()
+    compat_dir = build_compat_suite(req.arch) if req.compat and req.arch.compat else None
+    rows = []
     for suite, driver in plan:
-        o = argparse.Namespace(**vars(opts))
-        o.suite, o.driver, o.job = suite, driver, "test"
+        r = dataclasses.replace(req, suite=suite, driver=driver, job=jobs.get("test", "cloud"))
         log(f"matrix: {suite} / {driver}")
         t = time.monotonic()
         try:
-            image, debs, _ = prepare(o, suite)
-            res = run_guest("test", suite, o, debs, image=image)
-            code, reasons = verdict(res)
-            s = res["summary"]
-            if s is None or s[1]:
-                code = 1
-            gate = "clean" if not res["problems"] else "; ".join(res["problems"])
-            rows.append((suite, res["kernel"], driver, s, gate,
-                         fmt_secs(time.monotonic() - t), "PASS" if code == 0 else "FAIL", res["console"],
-                         differential(res)))
+            res = run_guest(r.check(), prepare(r, compat_dir=compat_dir, debs=debs))
+            code, _ = res.verdict()
+            rows.append(row_of(res, code, time.monotonic() - t, differential=differential(res)))
         except Failure as e:
-            rows.append((suite, suites.SUITES[suite]["kernel"], driver, None, str(e).splitlines()[0],
-                         fmt_secs(time.monotonic() - t), "FAIL", "", "-"))
-    print()
-    hdr = ("suite", "kernel", "driver", "passed", "failed", "skipped", "differential", "kernel log", "time",
-           "result")
-    table = [hdr] + [(r[0], r[1], r[2], *(map(str, r[3]) if r[3] else ("-", "-", "-")), r[8], r[4][:60], r[5],
-                      r[6]) for r in rows]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    tot = [sum(r[3][i] for r in rows if r[3]) for i in range(3)]
-    failed_rows = sum(1 for r in rows if r[6] != "PASS")
-    print(f"\n{tot[0]} passed, {tot[1] + (failed_rows if not tot[1] else 0)} failed, {tot[2]} skipped")
-    return 0 if failed_rows == 0 else 1
+            rows.append(failed_row(r, e, time.monotonic() - t))
+    return print_table(rows, (("suite", lambda r: r.suite), ("kernel", lambda r: r.kernel),
+                              ("driver", lambda r: r.driver), *COUNTS, ("differential", lambda r: r.differential),
+                              ("kernel log", lambda r: r.gates[:60]), *END))
 
 
 def main(argv, epilog_more=""):
@@ -603,27 +749,20 @@ def main(argv, epilog_more=""):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Debian cloud guests under QEMU for ntsync: build images, install our packages "
                     "with apt, run a job, check the kernel log.",
-        epilog="""jobs:
-  demo      fresh guest, packages installed with apt, /dev/ntsync shown working, quick benchmark
-  test      the installed conformance suite (ntsync-run-tests); prints 'N passed, N failed, N skipped'
-  bench     ntsync-bench in a 1-vCPU icount guest; on a kernel with the in-tree driver, it vs ours, with ratios
-  exec      run a command in a guest:  ntsync-vm exec [--share DIR] -- CMD ARGS...
-  shell     interactive root shell on the guest's serial console
-  matrix    test on every suite with an image (with both drivers where the kernel has one), one table
-  secure-boot  both Secure Boot cases of --suite in a UEFI Secure Boot guest (OVMF, signed shim):
-            DKMS's key not enrolled (module refused, the fix explained), then enrolled (the suite)
-  image     just build (or refresh) the image of --suite
-  accel     print the accelerator guests use on this host (kvm or tcg); --why says why
+        epilog="jobs (vm/ntsync_vm/jobs.py):\n" + jobs.epilog(("cloud", "command")) + """
+  accel        print the accelerator guests use on this host (kvm or tcg); --why says why
 """ + epilog_more + """
 
 exit codes: 0 passed, 1 failed (tests, a job command, or a kernel-log/taint/unload gate),
 2 bad usage, 3 infrastructure (image build, boot, a stage that stalled).
 environment: NTSYNC_CACHE (default /var/cache/ntsync), NTSYNC_ACCEL=tcg|kvm, NTSYNC_TIMEOUT_SCALE,
 NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels older are built again).""")
-    ap.add_argument("job", choices=["demo", "test", "bench", "exec", "shell", "matrix", "image", "secure-boot"])
+    ap.add_argument("job", choices=[j.name for j in jobs.of_kind("cloud", "command", cli_only=True)])
     ap.add_argument("--suite", default=None,
                     help=f"{suites.describe(image_only=True)}; default {suites.DEFAULT}, for bench "
-                    f"{suites.BENCH_DEFAULT}")
+                    f"{suites.bench_default()}")
+    ap.add_argument("--arch", default=arches.DEFAULT, choices=list(arches.ARCHES),
+                    help=f"the guest's architecture (default {arches.DEFAULT})")
     ap.add_argument("--driver", choices=["ours", "in-tree"], default="ours",
                     help=f"in-tree: use the kernel's own ntsync ({', '.join(suites.in_tree_names())} or --image only)")
     ap.add_argument("--image", metavar="FILE", help="boot this Debian genericcloud qcow2 instead of our image "
@@ -642,8 +781,8 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     help="bench: the contention rows on N vCPUs (2..8), still counting instructions: QEMU runs "
                     "the vCPUs in turn on one host thread, so the figures repeat")
     ap.add_argument("--no-i386", action="store_true",
-                    help="test: skip the 32-bit (i386, compat ioctl) build of the suite, "
-                    "which runs after the 64-bit one")
+                    help=f"test: skip the 32-bit (compat ABI: {arches.get().compat} on {arches.DEFAULT}) build "
+                    "of the suite, which runs after the 64-bit one")
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
@@ -654,52 +793,13 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     help="boot the suite's Secure Boot image through UEFI firmware with Secure Boot on, "
                     "DKMS's signing key enrolled in MokList or not (demo, test, exec, shell, image)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show the job's console output")
-    opts = ap.parse_args(argv)
-    opts.cmd = cmd_args
-    opts.cmd_string = shlex.join(cmd_args) if len(cmd_args) != 1 else cmd_args[0]
-    if opts.suite is None:
-        opts.suite = suites.BENCH_DEFAULT if opts.job == "bench" else suites.DEFAULT
-    opts.suite = suites.resolve(opts.suite, image_only=True)
-    if opts.cpus is not None:
-        if opts.job != "bench":
-            die("--cpus: only for the bench job (vm/ntsync-vm bench --cpus N)")
-        if not 2 <= opts.cpus <= 8:
-            die(f"--cpus {opts.cpus}: give 2 to 8 vCPUs (1 is the plain bench)")
-        if opts.smp not in (None, opts.cpus):
-            die("--cpus N sets the vCPUs: drop --smp")
-        opts.smp = opts.cpus
-    if opts.job == "exec" and not cmd_args:
-        die("exec needs a command: ntsync-vm exec [--share DIR] -- CMD ARGS...")
-    if opts.job != "exec" and cmd_args:
-        die(f"'-- {' '.join(cmd_args)}': only the exec job takes a command")
-    if opts.share and not Path(opts.share).is_dir():
-        die(f"--share {opts.share}: not a folder")
-    if opts.image and not Path(opts.image).is_file():
-        die(f"--image {opts.image}: no such file; pass a Debian genericcloud qcow2 "
-            "(debian-13-genericcloud-amd64.qcow2 from Debian's cloud image site)")
-    if opts.kernel_debs and not Path(opts.kernel_debs).is_dir():
-        die(f"--kernel-debs {opts.kernel_debs}: not a folder")
-    if opts.secure_boot or opts.job == "secure-boot":
-        if opts.image:
-            die("--image with Secure Boot: only the suite's own Secure Boot image is set up for it "
-                "(signed shim and GRUB on an EFI system partition); drop --image")
-        if opts.job in ("bench", "matrix"):
-            die(f"--secure-boot: the {opts.job} job has no Secure Boot mode; use test, demo, exec, shell "
-                "or the secure-boot job")
-        if opts.secure_boot == "not-enrolled" and opts.job in ("test", "demo"):
-            die(f"--secure-boot not-enrolled: the kernel refuses the module then, so {opts.job} cannot run; "
-                "'ntsync-vm secure-boot' checks that case, or use exec/shell to look around")
-        if opts.driver != "ours" or opts.no_debs:
-            die("--secure-boot: only with our packages (DKMS signs the module): drop --driver/--no-debs")
-    try:
-        if opts.job == "image":
-            find_image(opts.suite, opts.kernel_debs, rebuild=opts.rebuild, secure_boot=bool(opts.secure_boot))
-            return 0
-        if opts.job == "matrix":
-            return job_matrix(opts)
-        if opts.job == "secure-boot":
-            return job_secure_boot(opts)
-        return job_single(opts)
-    except KeyboardInterrupt:
-        print("ntsync-vm: interrupted", file=sys.stderr)
-        return 130
+    o = ap.parse_args(argv)
+    req = Request.from_args(o, cmd_args)
+    if o.job == "image":
+        find_image(req.suite, req.kernel_debs, rebuild=req.rebuild, secure_boot=bool(req.secure_boot), arch=req.arch)
+        return 0
+    if o.job == "matrix":
+        return job_matrix(req, o.suites)
+    if o.job == "secure-boot":
+        return job_secure_boot(req)
+    return job_single(req)

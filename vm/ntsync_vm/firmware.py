@@ -5,26 +5,34 @@ does with `mokutil --import`, a reboot and MokManager, is done before boot with 
 (python3-virt-firmware, trixie and later).
 
 Both come from trixie, in a root of their own ($NTSYNC_CACHE/firmware/trixie), so that a fresh
-Debian 12 host needs nothing installed by hand and every guest suite boots the same firmware."""
+Debian 12 host needs nothing installed by hand and every guest suite boots the same firmware.
+Which packages and files: the architecture's SecureBoot row (arches.py)."""
 
 import base64
 import shutil
 from pathlib import Path
 
-from . import roots
-from .util import MIRROR, Failure, cache
+from . import arches, roots
+from .util import MIRROR, Failure, Usage, cache
 
 RELEASE = "trixie"
-PACKAGES = ["ovmf", "python3-virt-firmware"]
-CODE = "usr/share/OVMF/OVMF_CODE_4M.secboot.fd"  # needs SMM: q35,smm=on and a secure pflash
-VARS = "usr/share/OVMF/OVMF_VARS_4M.ms.fd"       # PK/KEK/db of Microsoft, SecureBootEnable on
 # The owner GUID of the MokList entries we add: shim's own.
 SHIM_LOCK_GUID = "605dab50-e046-4300-abb6-3dd810dd8b23"
 
 
-def root():
-    return roots.cached_root(cache() / "firmware" / RELEASE, RELEASE, [f"deb {MIRROR} {RELEASE} main"],
-                             PACKAGES, "UEFI firmware root (ovmf, virt-fw-vars)")
+def spec(arch=None):
+    """The SecureBoot row of ARCH (Usage when the architecture has none)."""
+    arch = arch or arches.get()
+    if not arch.secure_boot:
+        raise Usage(f"no Secure Boot guest for {arch.name} (its row in vm/ntsync_vm/arches.py has none)")
+    return arch.secure_boot
+
+
+def root(arch=None):
+    sb = spec(arch)
+    name = RELEASE if arch is None or arch.name == arches.DEFAULT else f"{RELEASE}-{arch.name}"
+    return roots.cached_root(cache() / "firmware" / name, RELEASE, [f"deb {MIRROR} {RELEASE} main"],
+                             list(sb.firmware_packages), f"UEFI firmware root ({', '.join(sb.firmware_packages)})")
 
 
 def der_to_pem(der):
@@ -43,27 +51,29 @@ def virt_fw_vars(fw, args, what):
     return r.stdout + r.stderr
 
 
-def install(dest, mok_der=None):
+def install(dest, mok_der=None, arch=None):
     """Put the firmware for one guest image into folder DEST: efi-code.fd, efi-vars.fd (Secure
     Boot on, Microsoft's keys, an empty MokList) and, with MOK_DER (a DER certificate),
     efi-vars-mok.fd, the same store with that certificate in shim's MokList as MokManager
     would have put it there. Returns the paths."""
-    fw = root()
+    sb = spec(arch)
+    code, varstore = sb.code, sb.vars
+    fw = root(arch)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     out = {"code": dest / "efi-code.fd", "vars": dest / "efi-vars.fd"}
-    shutil.copy2(fw / CODE, out["code"])
-    shutil.copy2(fw / VARS, out["vars"])
-    listing = virt_fw_vars(fw, ["-i", f"/{VARS}", "-p"], "reading the variable store")
+    shutil.copy2(fw / code, out["code"])
+    shutil.copy2(fw / varstore, out["vars"])
+    listing = virt_fw_vars(fw, ["-i", f"/{varstore}", "-p"], "reading the variable store")
     if "SecureBootEnable    : bool: ON" not in listing:
-        raise Failure(f"{VARS} of the firmware root does not have Secure Boot enabled:\n{listing[-600:]}")
+        raise Failure(f"{varstore} of the firmware root does not have Secure Boot enabled:\n{listing[-600:]}")
     if mok_der is not None:
         work = fw / "tmp" / "ntsync-mok"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         try:
             (work / "key.pem").write_text(der_to_pem(mok_der))
-            virt_fw_vars(fw, ["-i", f"/{VARS}", "--add-mok", SHIM_LOCK_GUID, "/tmp/ntsync-mok/key.pem",
+            virt_fw_vars(fw, ["-i", f"/{varstore}", "--add-mok", SHIM_LOCK_GUID, "/tmp/ntsync-mok/key.pem",
                               "-o", "/tmp/ntsync-mok/vars.fd"], "adding the key to MokList")
             listing = virt_fw_vars(fw, ["-i", "/tmp/ntsync-mok/vars.fd", "-p"], "reading the new store")
             if "MokList" not in listing:
@@ -72,6 +82,6 @@ def install(dest, mok_der=None):
             shutil.copy2(work / "vars.fd", out["vars_mok"])
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    out["version"] = roots.in_root(fw, ["dpkg-query", "-W", "-f=${Version}", "ovmf"],
+    out["version"] = roots.in_root(fw, ["dpkg-query", "-W", "-f=${Version}", sb.firmware_packages[0]],
                                    capture_output=True, text=True).stdout.strip()
     return out

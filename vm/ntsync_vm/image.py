@@ -16,8 +16,8 @@ import uuid
 import zlib
 from pathlib import Path
 
-from . import firmware, lock, roots, suites
-from .util import VM_DIR, Failure, cache, die, ensure_host_tools, fmt_secs, log, require_root, run
+from . import arches, firmware, lock, roots, suites
+from .util import VM_DIR, Failure, Usage, cache, ensure_host_tools, fmt_secs, log, require_root, run
 
 IMAGE_RECIPE = "6"  # 6: no file of the image is named *ntsync* (a neutral autopkgtest testbed)
 
@@ -29,25 +29,35 @@ BASE_PACKAGES = [
     "cloud-init", "cloud-guest-utils",
     "dkms", "gcc", "make", "libc6-dev", "pkgconf",
     "libcmocka0",
-    # The image's own bootloader (BIOS GRUB in the MBR gap), as on Debian's genericcloud.
-    "grub-pc-bin",
 ]
-# More packages of a Secure Boot image: Debian's Microsoft-signed shim (and MokManager, from
-# shim-helpers-amd64-signed), GRUB signed by Debian, and mokutil, as on an installed UEFI PC.
-# The cloud kernel of every suite is the signed one already.
-SB_PACKAGES = ["shim-signed", "shim-helpers-amd64-signed", "grub-efi-amd64-signed", "mokutil"]
+# Besides them: the architecture's own bootloader (arch.grub_packages: BIOS GRUB in the MBR
+# gap on a PC, as on Debian's genericcloud) and, in a Secure Boot image, Debian's
+# Microsoft-signed shim, MokManager, GRUB signed by Debian and mokutil, as on an installed
+# UEFI PC (arch.secure_boot.packages). The cloud kernel of every suite is the signed one already.
 
 
-def image_key(suite, extra_debs, secure_boot=False):
+def kernel_cmdline(arch):
+    """The kernel command line of every cloud guest: the root by label, the serial console."""
+    return f"root=LABEL=ntsync-root rw {arch.console_arg(speed=True)} net.ifnames=0 panic=-1"
+
+
+def packages(suite, arch, secure_boot=False):
+    """Every package of an image of SUITE for ARCH."""
+    return (BASE_PACKAGES + list(arch.grub_packages) + suite.kernel_packages(arch)
+            + (list(firmware.spec(arch).packages) if secure_boot else []))
+
+
+def image_key(suite, extra_debs, secure_boot=False, arch=None):
     spec = suites.SUITES[suite]
+    arch = arch or arches.get()
     h = hashlib.sha256()
     h.update(IMAGE_RECIPE.encode())
-    for part in (spec["sources"], spec["kernel_packages"], BASE_PACKAGES):
+    for part in (spec.sources, packages(spec, arch, secure_boot)):
         h.update(("\n".join(part) + "\n--\n").encode())
-    h.update(json.dumps([GUEST_FILES, MASKED_UNITS], sort_keys=True).encode())
+    h.update(json.dumps([guest_files(arch), MASKED_UNITS, kernel_cmdline(arch)], sort_keys=True).encode())
     h.update(inspect.getsource(customize_root).encode())
     if secure_boot:
-        h.update(("\n".join(SB_PACKAGES + [firmware.CODE, firmware.VARS]) + "\n").encode())
+        h.update(repr(firmware.spec(arch)).encode())
         for f in (make_efi_disk, write_gpt, efi_grub_cfg):
             h.update(inspect.getsource(f).encode())
     for deb in extra_debs:
@@ -56,12 +66,14 @@ def image_key(suite, extra_debs, secure_boot=False):
     return h.hexdigest()[:12]
 
 
-def image_name(suite, secure_boot=False):
-    return f"{suite}-sb" if secure_boot else suite
+def image_name(suite, secure_boot=False, arch=None):
+    """SUITE, SUITE-sb (Secure Boot), SUITE-ARCH for another architecture than the default."""
+    name = suite if arch is None or arch.name == arches.DEFAULT else f"{suite}-{arch.name}"
+    return f"{name}-sb" if secure_boot else name
 
 
-def image_paths(suite, key, secure_boot=False):
-    d = cache() / "images" / f"{image_name(suite, secure_boot)}-{key}"
+def image_paths(suite, key, secure_boot=False, arch=None):
+    d = cache() / "images" / f"{image_name(suite, secure_boot, arch)}-{key}"
     paths = {"dir": d, "disk": d / "disk.qcow2", "kernel": d / "vmlinuz", "initrd": d / "initrd.img",
              "info": d / "image.json"}
     if secure_boot:
@@ -77,17 +89,19 @@ def image_is_fresh(paths):
     return why is None, why or ""
 
 
-def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False):
+def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False, arch=None):
+    """(paths, info) of the image of SUITE for ARCH, built when missing or stale."""
+    arch = arch or arches.get()
     extra = sorted(Path(kernel_debs_dir).glob("*.deb")) if kernel_debs_dir else []
     if kernel_debs_dir and not extra:
-        die(f"--kernel-debs {kernel_debs_dir}: no .deb files there; point it at a folder of "
-            "linux-image-*.deb (and linux-headers-*.deb) files")
+        raise Usage(f"--kernel-debs {kernel_debs_dir}: no .deb files there; point it at a folder of "
+                    "linux-image-*.deb (and linux-headers-*.deb) files")
     if kernel_debs_dir and secure_boot:
-        die("--kernel-debs with --secure-boot: our own kernel builds are not signed by Debian, "
-            "shim would refuse them; use the suite's signed kernel")
-    key = image_key(suite, extra, secure_boot)
-    paths = image_paths(suite, key, secure_boot)
-    name = image_name(suite, secure_boot)
+        raise Usage("--kernel-debs with --secure-boot: our own kernel builds are not signed by Debian, "
+                    "shim would refuse them; use the suite's signed kernel")
+    key = image_key(suite, extra, secure_boot, arch)
+    paths = image_paths(suite, key, secure_boot, arch)
+    name = image_name(suite, secure_boot, arch)
     fresh, why = image_is_fresh(paths)
     if not (fresh and not rebuild):
         # One build per image at a time; whoever waited uses the image just built.
@@ -95,10 +109,21 @@ def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False):
             fresh2, why = image_is_fresh(paths)
             if not (fresh2 and (not rebuild or not fresh)):
                 log(f"image {name}: {'rebuild requested' if rebuild else why}; building")
-                return paths, build_image(suite, paths, extra, secure_boot)
+                return paths, build_image(suite, paths, extra, secure_boot, arch)
     info = json.loads(paths["info"].read_text())
     log(f"image {name}: cached {paths['disk']} (kernel {info.get('kernel_release')})")
     return paths, info
+
+
+def guest_files(arch):
+    """The files every image gets, written over what the packages installed."""
+    return {**GUEST_FILES, **{
+        # `ntsync-vm shell`: root shell on the serial console without a password.
+        f"etc/systemd/system/serial-getty@{arch.console}.service.d/autologin.conf": (
+            "[Service]\nExecStart=\n"
+            "ExecStart=-/sbin/agetty -o '-p -f -- \\\\u' --keep-baud --autologin root 115200,57600,38400,9600 - "
+            "$TERM\n"),
+    }}
 
 
 GUEST_FILES = {
@@ -117,11 +142,6 @@ GUEST_FILES = {
         "cloud_final_modules: [scripts_per_once, scripts_per_boot, scripts_per_instance, scripts_user,\n"
         "  final_message, power_state_change]\n"
     ),
-    # `ntsync-vm shell`: root shell on the serial console without a password.
-    "etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf": (
-        "[Service]\nExecStart=\n"
-        "ExecStart=-/sbin/agetty -o '-p -f -- \\\\u' --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n"
-    ),
     # A journal in memory is enough and spares the disk.
     "etc/systemd/journald.conf.d/90_vm-guest.conf": "[Journal]\nStorage=volatile\n",
 }
@@ -131,9 +151,9 @@ MASKED_UNITS = [
 ]
 
 
-def customize_root(root, extra_dir):
+def customize_root(root, extra_dir, arch_name):
     extra_debs = sorted(Path(extra_dir).glob("*.deb"))
-    for rel, text in GUEST_FILES.items():
+    for rel, text in guest_files(arches.get(arch_name)).items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
@@ -182,31 +202,33 @@ def deb_kernel_releases(debs):
             if (m := re.match(r"linux-image-(\d[^_]*)_", Path(d).name)) and not m.group(1).endswith("-dbg")]
 
 
-def newest_kernel(root, extra_debs=()):
+def newest_kernel(root, extra_debs=(), arch=None):
     """Pick the kernel the image boots: a --kernel-debs kernel (it is why it was added,
     even when it is older than the distribution's: bookworm's 6.1 under trixie's userland),
-    else the newest vmlinuz with an initrd."""
+    else the newest kernel image with an initrd."""
+    image = (arch or arches.get()).kernel_image
+
     def vkey(name):
         return [int(x) if x.isdigit() else x for x in re.split(r"[.\-+~]", name)]
     kernels = []
-    for vm in (root / "boot").glob("vmlinuz-*"):
-        rel = vm.name[len("vmlinuz-"):]
+    for vm in (root / "boot").glob(f"{image}-*"):
+        rel = vm.name[len(image) + 1:]
         if (root / "boot" / f"initrd.img-{rel}").exists():
             kernels.append(rel)
     if not kernels:
-        raise Failure("image build: no /boot/vmlinuz-* with an initrd in the new root")
+        raise Failure(f"image build: no /boot/{image}-* with an initrd in the new root")
     wanted = deb_kernel_releases(extra_debs)
     if wanted:
         have = [r for r in kernels if r in wanted]
         if not have:
-            raise Failure(f"image build: the --kernel-debs kernel {', '.join(wanted)} has no vmlinuz with an "
+            raise Failure(f"image build: the --kernel-debs kernel {', '.join(wanted)} has no {image} with an "
                           f"initrd in the new root (it has {', '.join(sorted(kernels))})")
         kernels = have
     kernels.sort(key=lambda r: (("cloud" not in r and "debug" in r) or "kasan" in r, vkey(r)))
     return kernels[-1]
 
 
-def foreign_kernel_debs(suite, host_suite):
+def foreign_kernel_debs(suite, host_suite, arch=None):
     """SUITE's cloud kernel as .debs for an image of HOST_SUITE (--kernel-debs): the image
     and headers, and what DKMS needs to build for it that HOST_SUITE lacks (for bookworm's
     6.1 in trixie: its kbuild, and gcc-12, which built that kernel). Fetched once with a
@@ -215,9 +237,10 @@ def foreign_kernel_debs(suite, host_suite):
     if not roots.stale(out / ".complete"):
         return out
     log(f"kernel-debs: fetching {suite}'s cloud kernel for a {host_suite} image")
-    mine = roots.Apt(cache() / "kernel-debs" / f".apt-{suite}", suites.SUITES[suite]["sources"])
-    host = roots.Apt(cache() / "kernel-debs" / f".apt-{host_suite}", suites.SUITES[host_suite]["sources"])
-    want, todo = [], ["linux-image-cloud-amd64", "linux-headers-cloud-amd64"]
+    meta = (arch or arches.get()).kernel_packages()
+    mine = roots.Apt(cache() / "kernel-debs" / f".apt-{suite}", suites.SUITES[suite].sources)
+    host = roots.Apt(cache() / "kernel-debs" / f".apt-{host_suite}", suites.SUITES[host_suite].sources)
+    want, todo = [], list(meta)
     while todo:
         p = todo.pop()
         if p in want:
@@ -225,7 +248,7 @@ def foreign_kernel_debs(suite, host_suite):
         want.append(p)
         todo += [d for d in mine.depends(p) if not host.has(d)]
     # The meta-packages only lead to the real ones; installed, they would pull the host's.
-    want = [p for p in want if p not in ("linux-image-cloud-amd64", "linux-headers-cloud-amd64")]
+    want = [p for p in want if p not in meta]
     debs = mine.download(want)
     roots.safe_rm(out)
     out.mkdir(parents=True)
@@ -243,30 +266,33 @@ PART_START = 2048  # sectors: the first partition at 1 MiB leaves the MBR gap fo
 GRUB_MODULES = ["biosdisk", "part_msdos", "ext2", "normal", "linux", "configfile", "echo", "test", "search"]
 
 
-def make_disk(root, raw, krel):
+def make_disk(root, raw, krel, arch):
     """A disk that boots by itself like Debian's genericcloud image: an MBR partition table
     with one ext4 partition (label ntsync-root) at 1 MiB, GRUB's boot.img in the MBR and its
     core.img in the gap after it (the layout grub-install makes, written without loop devices).
     ntsync-vm itself boots the kernel and initrd directly (faster, and --append works);
     `--image disk.qcow2` goes through SeaBIOS and GRUB like a user's cloud image."""
-    cmdline = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
+    if arch.boot != "bios-grub":
+        raise Failure(f"image build: {arch.name} boots by '{arch.boot}', which make_disk does not write yet")
+    cmdline = kernel_cmdline(arch)
+    platform = arch.grub_platform
     grub = root / "boot/grub"
-    (grub / "i386-pc").mkdir(parents=True, exist_ok=True)
-    for mod in (root / "usr/lib/grub/i386-pc").iterdir():
+    (grub / platform).mkdir(parents=True, exist_ok=True)
+    for mod in (root / "usr/lib/grub" / platform).iterdir():
         if mod.suffix in (".mod", ".lst"):
-            shutil.copy2(mod, grub / "i386-pc" / mod.name)
+            shutil.copy2(mod, grub / platform / mod.name)
     (grub / "grub.cfg").write_text(
         "# ntsync-vm image: boot the newest kernel at once, console on the serial port\n"
         "serial --unit=0 --speed=115200\nterminal_input serial console\nterminal_output serial console\n"
         "set timeout=0\n"
         f"menuentry 'Debian GNU/Linux, {krel}' {{\n"
-        f"  linux /boot/vmlinuz-{krel} {cmdline}\n"
+        f"  linux /boot/{arch.kernel_image}-{krel} {cmdline}\n"
         f"  initrd /boot/initrd.img-{krel}\n"
         "}\n")
-    run(["chroot", str(root), "grub-mkimage", "-O", "i386-pc", "-o", "/boot/grub/i386-pc/core.img",
+    run(["chroot", str(root), "grub-mkimage", "-O", platform, "-o", f"/boot/grub/{platform}/core.img",
          "-p", "(hd0,msdos1)/boot/grub", *GRUB_MODULES, "serial", "terminal"])
-    core = (grub / "i386-pc/core.img").read_bytes()
-    boot = (root / "usr/lib/grub/i386-pc/boot.img").read_bytes()
+    core = (grub / platform / "core.img").read_bytes()
+    boot = (root / "usr/lib/grub" / platform / "boot.img").read_bytes()
     if len(boot) != 512 or (len(core) + 511) // 512 > PART_START - 1:
         raise Failure(f"GRUB images do not fit: boot.img {len(boot)} B, core.img {len(core)} B")
     sectors = DISK_BYTES // 512 - PART_START
@@ -323,31 +349,31 @@ def write_gpt(raw, parts):
         f.write(entries + header(last, 1, last - 32))
 
 
-def efi_grub_cfg(krel):
+def efi_grub_cfg(krel, arch):
     """The grub.cfg Debian's signed GRUB reads from the ESP (its prefix is /EFI/debian; with
     shim started from the removable path, /EFI/BOOT is where it finds itself)."""
-    cmdline = "root=LABEL=ntsync-root rw console=ttyS0,115200 net.ifnames=0 panic=-1"
+    cmdline = kernel_cmdline(arch)
     return ("# ntsync-vm Secure Boot image: the newest kernel at once, console on the serial port\n"
             "serial --unit=0 --speed=115200\nterminal_input serial console\nterminal_output serial console\n"
             "set timeout=0\n"
             "search --no-floppy --label ntsync-root --set root\n"
             f"menuentry 'Debian GNU/Linux, {krel} (Secure Boot)' {{\n"
-            f"  linux /boot/vmlinuz-{krel} {cmdline}\n"
+            f"  linux /boot/{arch.kernel_image}-{krel} {cmdline}\n"
             f"  initrd /boot/initrd.img-{krel}\n"
             "}\n")
 
 
-def make_efi_disk(root, raw, krel, work):
+def make_efi_disk(root, raw, krel, work, arch):
     """A UEFI PC's disk without loop devices: GPT; an EFI system partition (FAT, 64 MiB)
-    holding Debian's signed shim as the removable-media boot file /EFI/BOOT/BOOTX64.EFI, with
-    MokManager and Debian's signed GRUB beside it; the root file system (ext4, label
-    ntsync-root) after it. Firmware -> shim (Microsoft's signature) -> GRUB and the kernel
-    (Debian's, checked by shim) -> modules (the kernel's keys and MokList)."""
-    files = {"BOOTX64.EFI": "usr/lib/shim/shimx64.efi.signed", "mmx64.efi": "usr/lib/shim/mmx64.efi.signed",
-             "grubx64.efi": "usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"}
+    holding Debian's signed shim as the removable-media boot file /EFI/BOOT/NAME (the
+    architecture's), with MokManager and Debian's signed GRUB beside it; the root file system
+    (ext4, label ntsync-root) after it. Firmware -> shim (Microsoft's signature) -> GRUB and the
+    kernel (Debian's, checked by shim) -> modules (the kernel's keys and MokList)."""
+    sb = firmware.spec(arch)
+    files = dict(sb.files)
     for name, rel in files.items():
         if not (root / rel).is_file():
-            raise Failure(f"image build: no {rel} in the root (packages {', '.join(SB_PACKAGES)})")
+            raise Failure(f"image build: no {rel} in the root (packages {', '.join(sb.packages)})")
     esp_first = PART_START
     esp_last = esp_first + ESP_MIB * 2048 - 1
     root_first = esp_last + 1
@@ -357,7 +383,7 @@ def make_efi_disk(root, raw, krel, work):
     esp.unlink(missing_ok=True)
     run(["mkfs.vfat", "-F", "32", "-n", "EFI", "-C", str(esp), str(ESP_MIB * 1024)], stdout=subprocess.DEVNULL)
     cfg = work / "grub.cfg"
-    cfg.write_text(efi_grub_cfg(krel))
+    cfg.write_text(efi_grub_cfg(krel, arch))
     env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
     run(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT", "::/EFI/debian"], env=env)
     for name, rel in files.items():
@@ -376,10 +402,11 @@ def make_efi_disk(root, raw, krel, work):
                     (LINUX_GUID, "ntsync-root", root_first, root_last)])
 
 
-def build_image(suite, paths, extra_debs, secure_boot=False):
+def build_image(suite, paths, extra_debs, secure_boot=False, arch=None):
     require_root("building an image")
     ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if secure_boot else []))
     spec = suites.SUITES[suite]
+    arch = arch or arches.get()
     t = time.monotonic()
     work = cache() / "images" / f".build-{suite}-{os.getpid()}"
     roots.clean_stale()
@@ -390,42 +417,43 @@ def build_image(suite, paths, extra_debs, secure_boot=False):
     extra_dir.mkdir()
     for d in extra_debs:
         shutil.copy2(d, extra_dir / d.name)
-    pkgs = BASE_PACKAGES + spec["kernel_packages"] + (SB_PACKAGES if secure_boot else [])
-    name = image_name(suite, secure_boot)
-    log(f"image {name}: mmdebstrap {spec['release']} ({len(pkgs)} packages; log {logf})")
+    pkgs = packages(spec, arch, secure_boot)
+    name = image_name(suite, secure_boot, arch)
+    log(f"image {name}: mmdebstrap {spec.release} ({len(pkgs)} packages; log {logf})")
     # The rest runs in this tool again, while mmdebstrap has /proc, /sys and /dev mounted.
-    hook = (f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir}")
+    hook = (f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir} {arch.name}")
     try:
-        roots.mmdebstrap(spec["release"], root, spec["sources"], pkgs, logf, variant="minbase",
+        roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
                          hooks=[hook], keep_debs=True)
     except Failure as e:
         raise Failure(f"image {name}: {e}")
     log(f"image {name}: root ready in {fmt_secs(time.monotonic() - t)}")
-    krel = newest_kernel(root, extra_debs)
+    krel = newest_kernel(root, extra_debs, arch)
     work_kernel, work_initrd = work / "vmlinuz", work / "initrd.img"
-    shutil.copy2(root / "boot" / f"vmlinuz-{krel}", work_kernel)
+    shutil.copy2(root / "boot" / f"{arch.kernel_image}-{krel}", work_kernel)
     shutil.copy2(root / "boot" / f"initrd.img-{krel}", work_initrd)
     raw = work / "disk.raw"
     fw = {}
     if secure_boot:
         log(f"image {name}: GPT disk, EFI system partition with signed shim and GRUB, mkfs.ext4 -d "
             f"(kernel {krel})")
-        make_efi_disk(root, raw, krel, work)
+        make_efi_disk(root, raw, krel, work, arch)
         # DKMS's signing key, made at image build (customize_root): the key case b enrolls.
         shutil.copy2(root / "var/lib/dkms/mok.pub", work / "dkms-mok.pub")
-        fw = firmware.install(work, (work / "dkms-mok.pub").read_bytes())
+        fw = firmware.install(work, (work / "dkms-mok.pub").read_bytes(), arch)
     else:
         log(f"image {name}: MBR disk with GRUB, mkfs.ext4 -d (kernel {krel})")
-        make_disk(root, raw, krel)
+        make_disk(root, raw, krel, arch)
     qcow = work / "disk.qcow2"
     run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow)])
     raw.unlink()
     shutil.rmtree(root)
-    info = {"suite": suite, "kernel_release": krel, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    info = {"suite": suite, "arch": arch.name, "kernel_release": krel,
+            "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - t, 1), "packages": pkgs,
             "kernel_debs": [d.name for d in extra_debs]}
     if secure_boot:
-        info.update(secure_boot=True, ovmf=fw["version"], firmware=[firmware.CODE, firmware.VARS])
+        info.update(secure_boot=True, ovmf=fw["version"], firmware=[arch.secure_boot.code, arch.secure_boot.vars])
     (work / "image.json").write_text(json.dumps(info, indent=1) + "\n")
     if paths["dir"].exists():
         shutil.rmtree(paths["dir"])

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 
-from . import roots
+from . import arches, roots
 from .util import MIRROR, REPO, Failure, Usage, cache, require_root, say
 
 WANTED = {
@@ -103,8 +103,11 @@ def main(argv):
     cfg = root / f"build/ntsync-{fl}.config"
     cfg.write_text((REPO / "tests/debug-kernel/config/guest.config").read_text()
                    + (REPO / f"tests/debug-kernel/config/{fl}.config").read_text())
-    say(f"configuring (x86_64 defconfig + kvm_guest.config + guest.config + {fl}.config)")
-    in_root(f"cd {TREE} && make defconfig && make kvm_guest.config && "
+    arch = arches.get()
+    extra = "".join(f" && make {t}" for t in arch.defconfig_extra)
+    say(f"configuring ({arch.kernel_arch} defconfig{''.join(' + ' + t for t in arch.defconfig_extra)} + guest.config + "
+        f"{fl}.config)")
+    in_root(f"cd {TREE} && make defconfig{extra} && "
             f"scripts/kconfig/merge_config.sh -m .config /build/ntsync-{fl}.config && "
             f"./scripts/config --set-str LOCALVERSION '-ntsync-{fl}' --disable LOCALVERSION_AUTO && "
             "make olddefconfig", "configuration")

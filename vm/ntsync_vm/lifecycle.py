@@ -15,12 +15,12 @@ import tarfile
 import time
 from pathlib import Path
 
-from . import console, gates, qemu, suites
+from . import arches, console, gates, jobs, qemu, suites
 from . import run as run_mod
 from .artifacts import make_seed
-from .cloud import KERNEL_CMDLINE, build_debs
-from .image import find_image
-from .util import REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, require_root, run, say, source_files, \
+from .cloud import build_debs
+from .image import find_image, kernel_cmdline
+from .util import REPO, Failure, Usage, cache, ensure_host_tools, require_root, run, say, source_files, \
     tail_text, tree_hash
 
 SUPPORTED = {"allow-stderr", "breaks-testbed", "isolation-machine", "isolation-container", "needs-reboot",
@@ -89,7 +89,7 @@ def old_debs(version):
 
 def make_input(path, tests, new, old):
     with tarfile.open(path, "w") as tf:
-        tf.add(VM_DIR / "guest/autopkgtest.sh", "autopkgtest.sh")
+        tf.add(jobs.get("lifecycle", "testbed").script, "autopkgtest.sh")
         tf.add(REPO / "debian/tests", "src/debian/tests")
         plan = "".join(f"{name} {','.join(sorted(r)) or '-'}\n" for name, r in tests).encode()
         ti = tarfile.TarInfo("plan")
@@ -169,8 +169,12 @@ def main(argv):
     ap.add_argument("--old-version", default="0.9.0", help="version of the previous packages (0.9.0); "
                     "'none': a fresh install, no upgrade")
     ap.add_argument("--test", action="append", default=[], help="run only this test (repeatable)")
-    ap.add_argument("--timeout", type=int, default=60, help="minutes for the whole guest run (60)")
+    ap.add_argument("--timeout", type=int, default=jobs.get("lifecycle", "testbed").timeout // 60,
+                    help="minutes for the whole guest run (60)")
+    ap.add_argument("--arch", default=arches.DEFAULT, choices=list(arches.ARCHES),
+                    help=f"the guest's architecture (default {arches.DEFAULT})")
     o = ap.parse_args(argv)
+    arch = arches.get(o.arch)
     suite = suites.resolve(o.suite, image_only=True)
     if o.timeout < 1:
         raise Usage(f"--timeout wants minutes, not {o.timeout}")
@@ -182,7 +186,7 @@ def main(argv):
                         f"({', '.join(n for n, _ in tests)})")
         tests = [t for t in tests if t[0] in o.test]
     require_root("lifecycle (the guest image is built as root)")
-    ensure_host_tools(["qemu-system-x86_64", "qemu-img", "cloud-localds"])
+    ensure_host_tools([arch.qemu.binary, "qemu-img", "cloud-localds"])
     if o.debs:
         new = sorted(p for p in Path(o.debs).glob("*.deb") if "-dbgsym_" not in p.name)
         if not new:
@@ -196,7 +200,7 @@ def main(argv):
             raise Usage(f"--old {o.old}: no ntsync-dkms_*.deb there")
     elif o.old_version != "none":
         old = sorted(p for p in old_debs(o.old_version).glob("*.deb") if "-dbgsym_" not in p.name)
-    paths, info = find_image(suite)
+    paths, info = find_image(suite, arch=arch)
     work = cache() / "lifecycle" / f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
     work.mkdir(parents=True)
     for oldrun in sorted(work.parent.iterdir())[:-6]:
@@ -207,8 +211,9 @@ def main(argv):
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(paths["disk"]), "-F", "qcow2", str(overlay)])
     console = work / "console.log"
     # No -no-reboot: needs-reboot tests reboot the guest and QEMU boots the same kernel again.
-    m = qemu.Machine(console=console, name=f"lifecycle-{suite}", mem=2048, smp=2, net=True, no_reboot=False,
-                     kernel=paths["kernel"], initrd=paths["initrd"], append=KERNEL_CMDLINE, nice=10,
+    m = qemu.Machine(console=console, arch=arch, name=f"lifecycle-{suite}", mem=2048, smp=2, net=True,
+                     no_reboot=False, kernel=paths["kernel"], initrd=paths["initrd"], append=kernel_cmdline(arch),
+                     nice=10,
                      drives=[qemu.Drive(str(overlay), "qcow2", bootindex=1, opts="cache=unsafe"),
                              qemu.Drive(str(seed), readonly=True),
                              qemu.Drive(str(work / "in.tar"), serial="apt-in", readonly=True)])

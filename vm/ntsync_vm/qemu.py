@@ -1,8 +1,10 @@
 """The only place a QEMU command line is assembled and QEMU started.
 
 A guest is a Machine (data); argv() turns it into a command line for an accelerator, start()
-starts it (its one caller is run.py, the guest loop), stop() stops it. The lowest module of
-the launcher: it imports nothing of the project's but util."""
+starts it (its one caller is run.py, the guest loop), stop() stops it. What differs between
+architectures (binary, machine, CPUs, virtio transport) comes from the Machine's row of the
+architecture table (arches.py). The lowest module of the launcher: it imports nothing of the
+project's but arches."""
 
 import os
 import re
@@ -11,9 +13,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import arches
 
-def binary():
-    return os.environ.get("NTSYNC_QEMU", "qemu-system-x86_64")
+
+def binary(arch=None):
+    """The QEMU of ARCH (a row of arches.py; default the default architecture's);
+    NTSYNC_QEMU overrides it (the host tests' stand-in)."""
+    return os.environ.get("NTSYNC_QEMU") or (arch or arches.get()).qemu.binary
 
 
 @dataclass
@@ -40,10 +46,11 @@ class Firmware:
 @dataclass
 class Machine:
     console: Path                      # the serial console's file (or its log when interactive)
+    arch: arches.Arch = field(default_factory=arches.get)  # what QEMU emulates
     name: str = "ntsync"
     mem: int = 2048                    # MiB
     smp: int = 2
-    cpu: str = None                    # None: host under KVM, max (or TCG_CPU) under TCG
+    cpu: str = None                    # None: the arch's KVM or TCG cpu (or TCG_CPU under TCG)
     tcg_cpu: str = None                # the -cpu under TCG when CPU is None (Wine: max,-smap)
     icount: bool = False               # TCG only: guest time counts guest instructions
     kernel: str = None
@@ -52,7 +59,7 @@ class Machine:
     drives: list = field(default_factory=list)
     net: bool = False                  # QEMU's user network (virtio-net)
     rng: bool = True
-    machine: str = "q35"
+    machine: str = None                # None: the arch's machine; "": none (raw arguments say it)
     no_reboot: bool = True
     interactive: bool = False          # the console on stdio too (ntsync-vm shell)
     extra: list = field(default_factory=list)  # raw arguments (ntsync-vm qemu -- ARGS)
@@ -69,20 +76,21 @@ def accel_args(accel, m):
         s = re.match(r"(?:cpus=)?(\d+)", m.extra[m.extra.index("-smp") + 1])
         smp = int(s.group(1)) if s else 1
     if accel == "kvm":
-        return ["-accel", "kvm"] + ([] if cpu_given else ["-cpu", "host"])
+        return ["-accel", "kvm"] + ([] if cpu_given else ["-cpu", m.arch.qemu.cpu_kvm])
     icount = m.icount or "-icount" in m.extra
     return (["-accel", "tcg,thread=multi" if smp > 1 and not icount else "tcg"]
-            + ([] if cpu_given else ["-cpu", m.tcg_cpu or "max"]))
+            + ([] if cpu_given else ["-cpu", m.tcg_cpu or m.arch.qemu.cpu_tcg]))
 
 
 def argv(m, accel):
     """The command line of machine M under ACCEL (kvm or tcg)."""
     cmd = ["nice", "-n", str(m.nice)] if m.nice else []
-    cmd += [binary(), "-name", m.name, "-nodefaults", "-display", "none"]
+    cmd += [binary(m.arch), "-name", m.name, "-nodefaults", "-display", "none"]
     if m.no_reboot:
         cmd.append("-no-reboot")
-    if m.machine:
-        cmd += ["-machine", m.machine + (",smm=on" if m.firmware and m.firmware.secure else "")]
+    machine = m.arch.qemu.machine if m.machine is None else m.machine
+    if machine:
+        cmd += ["-machine", machine + (",smm=on" if m.firmware and m.firmware.secure else "")]
     if m.firmware:
         if m.firmware.secure:
             cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on"]
@@ -107,16 +115,16 @@ def argv(m, accel):
         opts = f"file={d.file},if=none,id=d{i},format={d.format}"
         opts += ",readonly=on" if d.readonly else ""
         opts += f",{d.opts}" if d.opts else ""
-        dev = f"virtio-blk-pci,drive=d{i}"
+        dev = f"{m.arch.device('virtio-blk')},drive=d{i}"
         dev += f",serial={d.serial}" if d.serial else ""
         # bootindex: SeaBIOS would otherwise try another virtio disk first and find no
         # bootloader there ("No bootable device"); with -kernel the option ROM holds 0.
         dev += f",bootindex={d.bootindex}" if d.bootindex is not None else ""
         cmd += ["-drive", opts, "-device", dev]
     if m.rng:
-        cmd += ["-device", "virtio-rng-pci"]
+        cmd += ["-device", m.arch.device("virtio-rng")]
     if "-nic" not in m.extra:
-        cmd += ["-nic", "user,model=virtio-net-pci"] if m.net else ["-nic", "none"]
+        cmd += ["-nic", f"user,model={m.arch.device('virtio-net')}"] if m.net else ["-nic", "none"]
     cmd += list(m.extra)
     if m.interactive:
         cmd += ["-chardev", f"stdio,id=ser0,mux=on,signal=off,logfile={m.console}",

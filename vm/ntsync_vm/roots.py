@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import suites
+from . import arches, suites
 from .util import REPO, Failure, cache, ensure_host_tools, require_root, say, tail_text
 
 # Packages of every kernel root: the compiler and tools the cloud kernel's headers need
@@ -111,8 +111,11 @@ def in_root(root, cmd, **kw):
                            "sh", "-c", script, "sh", str(root), *cmd], **kw)
 
 
-def kroot_dir(suite):
-    return cache() / "kroots" / suites.resolve(suite, quiet=True)
+def kroot_dir(suite, arch=None):
+    """$NTSYNC_CACHE/kroots/SUITE (the default architecture) or SUITE-ARCH."""
+    name = suites.resolve(suite, quiet=True)
+    arch = arch or arches.get()
+    return cache() / "kroots" / (name if arch.name == arches.DEFAULT else f"{name}-{arch.name}")
 
 
 def _add_missing(name, root, packages, logf):
@@ -133,12 +136,13 @@ def _add_missing(name, root, packages, logf):
         raise Failure(f"could not add {' '.join(missing)} to {root} (log {logf}); remove the root and rerun")
 
 
-def kroot(suite):
-    """The kernel root of SUITE ($NTSYNC_CACHE/kroots/NAME): the cloud kernel and its headers
+def kroot(suite, arch=None):
+    """The kernel root of SUITE for ARCH (kroot_dir()): the suite's kernel and its headers
     with the compiler they were built with; built when missing or stale."""
     s = suites.get(suite, quiet=True)
-    return cached_root(kroot_dir(s["name"]), s["release"], s["sources"], KROOT_PACKAGES + s["kernel_packages"],
-                       f"{s['name']} kernel root")
+    arch = arch or arches.get()
+    return cached_root(kroot_dir(s.name, arch), s.release, s.sources, KROOT_PACKAGES + s.kernel_packages(arch),
+                       f"{s.name} kernel root")
 
 
 def cached_root(root, release, sources, packages, what):
@@ -170,19 +174,21 @@ def cached_root(root, release, sources, packages, what):
     return root
 
 
-def kernel_release(root, pattern="*"):
-    """The newest kernel of a kernel root: (release, vmlinuz path)."""
+def kernel_release(root, pattern="*", arch=None):
+    """The newest kernel of a kernel root: (release, path of its image)."""
+    prefix = (arch or arches.get()).kernel_image + "-"
+
     def vkey(p):
-        return [int(x) if x.isdigit() else 0 for x in p.name[len("vmlinuz-"):].replace("-", ".").split(".")]
-    kernels = sorted(Path(root, "boot").glob(f"vmlinuz-{pattern}"), key=vkey)
+        return [int(x) if x.isdigit() else 0 for x in p.name[len(prefix):].replace("-", ".").split(".")]
+    kernels = sorted(Path(root, "boot").glob(f"{prefix}{pattern}"), key=vkey)
     if not kernels:
-        raise Failure(f"no kernel image vmlinuz-{pattern} in {root}/boot; remove {root} and rerun")
-    return kernels[-1].name[len("vmlinuz-"):], kernels[-1]
+        raise Failure(f"no kernel image {prefix}{pattern} in {root}/boot; remove {root} and rerun")
+    return kernels[-1].name[len(prefix):], kernels[-1]
 
 
-def headers_dir(root):
-    """/usr/src/linux-headers-*-cloud-amd64 of a kernel root (the path inside it)."""
-    dirs = sorted(Path(root, "usr/src").glob("linux-headers-*-cloud-amd64"))
+def headers_dir(root, arch=None):
+    """/usr/src/linux-headers-*-FLAVOUR of a kernel root (the path inside it)."""
+    dirs = sorted(Path(root, "usr/src").glob((arch or arches.get()).headers_glob()))
     if not dirs:
         raise Failure(f"no cloud headers in {root}/usr/src; remove {root} and rerun")
     return "/" + str(dirs[-1].relative_to(root))

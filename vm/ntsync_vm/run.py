@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import accel as accel_mod
+from . import arches
 from . import console as console_mod
 from . import lock, qemu
 from .util import Failure, fmt_secs, say, warn
@@ -99,6 +100,8 @@ def guest(m, watch=None, accel=None, fallback=True, tcg_only=False, kernels=(), 
             why = "pinned by the caller"
         elif tcg_only:
             accel, why = "tcg", "the run needs TCG (-icount)"
+        elif not m.arch.can_kvm():
+            accel, why = "tcg", f"an {m.arch.name} guest on a {os.uname().machine} host"
         else:
             accel, why = accel_mod.decide(list(kernels) or ([m.kernel] if m.kernel else []), say=say,
                                           probe=probe)
@@ -148,13 +151,13 @@ def _boot_once(m, watch, r, record):
         try:
             r.rc = qemu.start(m, r.accel, record=record).wait()
         except OSError as e:
-            raise Failure(f"cannot start {qemu.binary()}: {e} (apt-get install qemu-system-x86)")
+            raise Failure(f"cannot start {qemu.binary(m.arch)}: {e} (apt-get install {m.arch.qemu.package})")
         r.seconds = time.monotonic() - t0
         return
     try:
         proc = qemu.start(m, r.accel, err_path, record)
     except OSError as e:
-        raise Failure(f"cannot start {qemu.binary()}: {e} (apt-get install qemu-system-x86)")
+        raise Failure(f"cannot start {qemu.binary(m.arch)}: {e} (apt-get install {m.arch.qemu.package})")
     pos, buf = 0, ""
     try:
         while True:
@@ -221,8 +224,10 @@ def probe(kernel, bound=None):
         tmp = Path(tmp)
         initrd = tmp / "probe.cpio.gz"
         accel_mod.make_probe_initramfs(initrd, busybox)
-        m = qemu.Machine(console=tmp / "console", name="ntsync-accel-probe", mem=256, smp=1, kernel=kernel,
-                         initrd=initrd, append="console=ttyS0 panic=-1 rdinit=/init quiet", rng=False)
+        arch = arches.host() or arches.get()
+        m = qemu.Machine(console=tmp / "console", arch=arch, name="ntsync-accel-probe", mem=256, smp=1,
+                         kernel=kernel, initrd=initrd, append=f"{arch.console_arg()} panic=-1 rdinit=/init quiet",
+                         rng=False)
         try:
             r = guest(m, _ProbeWatch(bound), accel="kvm", fallback=False, retry_crash=False)
         except Failure as e:

@@ -1,15 +1,15 @@
 """The guest programs as static binaries (meson/build-static: meson cross builds), flat per
-architecture: OUT/amd64/ and OUT/i386/ with every test-*, ntsync-run-tests, kernel-log-gates,
-ntsync-smoke, ntsync-bench, ntsync-fuzz, ntsync-abuse and ntsync-linearize. Cached by the
-hash of the sources that go into them."""
+architecture: OUT/ARCH/ for an architecture of the table (arches.py) and for its compat ABI,
+with every test-*, ntsync-run-tests, kernel-log-gates, ntsync-smoke, ntsync-bench, ntsync-fuzz,
+ntsync-abuse and ntsync-linearize. Cached by the hash of the sources that go into them."""
 
 import shutil
 import subprocess
 import time
 
+from . import arches
 from .util import REPO, Failure, cache, ensure_host_tools, say, source_files, tail_text, tree_hash
 
-ARCHES = ("amd64", "i386")
 PROGRAMS = ("ntsync-run-tests", "kernel-log-gates", "ntsync-smoke", "ntsync-bench", "ntsync-fuzz",
             "ntsync-abuse", "ntsync-linearize", "ntsync-diff", "differential-7.3.txt")
 SOURCES = ("tests/", "tools/", "include/", "libntsync/", "meson", "subprojects/", "VERSION")
@@ -22,14 +22,16 @@ def _complete(d):
     return missing
 
 
-def build(arches=ARCHES):
-    """OUT with OUT/ARCH/ for each of ARCHES, built by meson/build-static when not cached."""
+def build(names=None):
+    """OUT with OUT/NAME/ for each of NAMES (default: the default architecture and its compat
+    ABI), built by meson/build-static when not cached."""
+    names = names or arches.static_names(arches.get())
     script = REPO / "meson/build-static"
     if not script.exists():
         raise Failure("meson/build-static is missing; it builds the guest programs")
     key = tree_hash(source_files(SOURCES))
     out = cache() / "static" / key
-    todo = [a for a in arches if not (out / a / ".ok").exists()]
+    todo = [a for a in names if not (out / a / ".ok").exists()]
     if not todo:
         return out
     ensure_host_tools(["meson", "ninja"])

@@ -7,11 +7,14 @@ the help texts (describe()). Adding a Debian suite is one row in SUITES.
 
 The kernel range has one source, dkms.conf's BUILD_EXCLUSIVE_KERNEL (the regular expression
 DKMS itself obeys): a kernel it matches gets ours built; from the first series after it
-(KERNEL_WITH_DRIVER, 6.14) mainline's complete driver is in tree.
+(kernel_with_driver(), 6.14) mainline's complete driver is in tree.
 """
 
+import functools
 import re
+from dataclasses import dataclass
 
+from . import arches, jobs
 from .util import MIRROR, REPO, SECURITY, Failure, Usage, warn
 
 DKMS_CONF = REPO / "dkms.conf"
@@ -47,67 +50,88 @@ def first_in_tree(rx=None):
     return major, minor + 1
 
 
-KERNEL_WITH_DRIVER = first_in_tree()
+@functools.cache
+def kernel_with_driver():
+    """The first series with mainline's complete driver, from dkms.conf (read on first use)."""
+    return first_in_tree()
 
 
 def has_in_tree_driver(series):
-    """From KERNEL_WITH_DRIVER on a kernel series has mainline's driver."""
-    return series_tuple(series) >= KERNEL_WITH_DRIVER
+    """From kernel_with_driver() on a kernel series has mainline's driver."""
+    return series_tuple(series) >= kernel_with_driver()
 
 
 def _sources(release, *extra):
-    return [f"deb {MIRROR} {release} main", f"deb {MIRROR} {release}-updates main",
-            f"deb {SECURITY} {release}-security main", *extra]
+    return (f"deb {MIRROR} {release} main", f"deb {MIRROR} {release}-updates main",
+            f"deb {SECURITY} {release}-security main", *extra)
 
 
-_CLOUD = ["linux-image-cloud-amd64", "linux-headers-cloud-amd64"]
-_BPO = ["linux-image-cloud-amd64/trixie-backports", "linux-headers-cloud-amd64/trixie-backports",
-        # linux-base must come from backports too, or apt cannot install the 7.x kernel.
-        "linux-base/trixie-backports"]
+@dataclass(frozen=True)
+class Suite:
+    """A row of the suite table. NAME: release, apt sources, the kernel series, where its
+    kernel comes from (PIN: "/trixie-backports" and the packages that must come with it),
+    the gcc that built that kernel (DKMS builds with it), the architectures it has, aliases,
+    whether cloud guest images are offered (sid moves daily: headers and the initramfs
+    boots only), and CHECK: the jobs of the job table ./check runs on it."""
+    name: str
+    release: str
+    series: str
+    sources: tuple
+    gcc: int
+    architectures: tuple = (arches.DEFAULT,)
+    pin: str = ""
+    pinned_too: tuple = ()
+    aliases: tuple = ()
+    image: bool = True
+    check: tuple = ()
 
-# name: release, apt sources, kernel packages, kernel series, aliases, whether cloud guest
-# images are offered (sid moves daily: headers and the initramfs boots only), and CHECK: what
-# ./check runs on it (JOBS: smoke = the initramfs smoke boot, test = the cmocka suite in a
-# cloud guest, secure-boot = the Secure Boot PC, wine-gate = Wine's header gate in its root).
-SUITES = {
-    "bookworm": {"release": "bookworm", "series": "6.1", "sources": _sources("bookworm"),
-                 "kernel_packages": _CLOUD, "aliases": [], "image": True,
-                 "check": ["smoke", "test", "wine-gate"]},
-    "trixie": {"release": "trixie", "series": "6.12", "sources": _sources("trixie"),
-               "kernel_packages": _CLOUD, "aliases": [], "image": True,
-               "check": ["smoke", "test", "secure-boot", "wine-gate"]},
-    "sid": {"release": "sid", "series": "7.2", "sources": [f"deb {MIRROR} sid main"],
-            "kernel_packages": _CLOUD, "aliases": ["unstable"], "image": False, "check": []},
-    "trixie-backports": {"release": "trixie", "series": "7.3",
-                         "sources": _sources("trixie", f"deb {MIRROR} trixie-backports main"),
-                         "kernel_packages": _BPO, "aliases": ["trixie-7x"], "image": True, "check": []},
-}
-for _name, _s in SUITES.items():
-    _s["name"] = _name
-    _s["in_tree"] = has_in_tree_driver(_s["series"])
-    _s["kernel"] = _s["series"] + (" (trixie-backports)" if _name == "trixie-backports" else "")
+    def kernel_packages(self, arch=None):
+        """The kernel and its headers for ARCH (a row of arches.py; default the first)."""
+        a = arch or arches.get(self.architectures[0])
+        return a.kernel_packages(self.pin) + list(self.pinned_too)
+
+    @property
+    def in_tree(self):
+        """Whether the kernel has mainline's driver (from kernel_with_driver() on)."""
+        return has_in_tree_driver(self.series)
+
+    @property
+    def kernel(self):
+        """The kernel as the tables say it: '6.12', '7.3 (trixie-backports)'."""
+        return self.series + (f" ({self.pin.lstrip('/')})" if self.pin else "")
+
+
+SUITES = {s.name: s for s in (
+    Suite("bookworm", "bookworm", "6.1", _sources("bookworm"), gcc=12, check=("smoke", "test", "wine-gate")),
+    Suite("trixie", "trixie", "6.12", _sources("trixie"), gcc=14,
+          check=("smoke", "test", "secure-boot", "wine-gate")),
+    Suite("sid", "sid", "7.2", (f"deb {MIRROR} sid main",), gcc=15, aliases=("unstable",), image=False),
+    # linux-base must come from backports too, or apt cannot install the 7.x kernel.
+    Suite("trixie-backports", "trixie", "7.3", _sources("trixie", f"deb {MIRROR} trixie-backports main"), gcc=14,
+          pin="/trixie-backports", pinned_too=("linux-base/trixie-backports",), aliases=("trixie-7x",)),
+)}
 
 DEFAULT = "trixie"
 DEPRECATED = {"trixie-7x": "trixie-backports"}
 
 
 def names(image_only=False):
-    return [n for n, s in SUITES.items() if s["image"] or not image_only]
+    return [n for n, s in SUITES.items() if s.image or not image_only]
 
 
 def accepted(image_only=False):
     """Every name the command line accepts, aliases included."""
     out = []
     for n in names(image_only):
-        out += [n] + SUITES[n]["aliases"]
+        out += [n, *SUITES[n].aliases]
     return out
 
 
 def resolve(name, image_only=False, quiet=False):
     """The canonical name of suite NAME (an alias is accepted; trixie-7x with a note)."""
     for n, s in SUITES.items():
-        if name == n or name in s["aliases"]:
-            if image_only and not s["image"]:
+        if name == n or name in s.aliases:
+            if image_only and not s.image:
                 raise Usage(f"suite {n}: no cloud guest image for it (use one of "
                             f"{', '.join(names(True))}); the initramfs boots and kbuild take it")
             if name in DEPRECATED and not quiet:
@@ -120,29 +144,37 @@ def get(name, **kw):
     return SUITES[resolve(name, **kw)]
 
 
-CHECK_JOBS = ("smoke", "test", "secure-boot", "wine-gate")
-
-
 def in_tree_names(image_only=True):
-    return [n for n in names(image_only) if SUITES[n]["in_tree"]]
+    return [n for n in names(image_only) if SUITES[n].in_tree]
 
 
-# bench compares the in-tree driver with ours: the first suite with an image that has it
-BENCH_DEFAULT = in_tree_names()[0]
+def bench_default():
+    """bench compares the in-tree driver with ours: the first suite with an image that has it."""
+    return in_tree_names()[0]
+
+
+def default_for(job):
+    """The suite (or, for ROLE debug, the debug kernel's name) JOB boots by default."""
+    role = job.default
+    if role == "default":
+        return DEFAULT
+    if role == "in-tree":
+        return bench_default()
+    return role
 
 
 def for_job(job):
     """The suites ./check runs JOB on, in table order."""
-    if job not in CHECK_JOBS:
-        raise Usage(f"unknown job '{job}': use one of {', '.join(CHECK_JOBS)}")
-    return [n for n, s in SUITES.items() if job in s["check"]]
+    if job not in jobs.checked():
+        raise Usage(f"unknown job '{job}': use one of {', '.join(jobs.checked())}")
+    return [n for n, s in SUITES.items() if job in s.check]
 
 
 def matrix_plan():
     """(suite, driver) of `ntsync-vm matrix`: every suite with an image, ours; and the kernel's
     own driver where the kernel has it."""
     plan = [(n, "ours") for n in names(image_only=True)]
-    return plan + [(n, "in-tree") for n in names(image_only=True) if SUITES[n]["in_tree"]]
+    return plan + [(n, "in-tree") for n in names(image_only=True) if SUITES[n].in_tree]
 
 
 def describe(image_only=False):
@@ -150,8 +182,8 @@ def describe(image_only=False):
     out = []
     for n in names(image_only):
         s = SUITES[n]
-        old = [a for a in s["aliases"] if a in DEPRECATED]
-        out.append(f"{n} ({s['series']}{'; old name ' + ', '.join(old) if old else ''})")
+        old = [a for a in s.aliases if a in DEPRECATED]
+        out.append(f"{n} ({s.series}{'; old name ' + ', '.join(old) if old else ''})")
     return ", ".join(out)
 
 
@@ -160,13 +192,13 @@ def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="ntsync-vm suites", description="print the suites of the suite table "
                                  "(vm/ntsync_vm/suites.py), one a line")
-    ap.add_argument("--job", choices=CHECK_JOBS, help="only the suites ./check runs JOB on")
+    ap.add_argument("--job", choices=jobs.checked(), help="only the suites ./check runs JOB on")
     ap.add_argument("--image", action="store_true", help="only the suites with cloud guest images")
     ap.add_argument("--describe", action="store_true", help="one line with the kernel series")
     o = ap.parse_args(argv)
     found = for_job(o.job) if o.job else names(o.image)
     if o.image:
-        found = [n for n in found if SUITES[n]["image"]]
+        found = [n for n in found if SUITES[n].image]
     if o.describe:
         print(describe(o.image))
     else:

@@ -45,13 +45,17 @@ class Failure(Exception):
 
 
 class Usage(Failure):
+    """Bad usage, or something the user must provide first (exit code 2)."""
+
     def __init__(self, msg):
         super().__init__(msg, 2)
 
 
-def die(msg, code=2):
-    print(f"ntsync-vm: {msg}", file=sys.stderr, flush=True)
-    sys.exit(code)
+class Failed(Failure):
+    """The thing under test failed (exit code 1): a module that does not build, a verdict."""
+
+    def __init__(self, msg):
+        super().__init__(msg, 1)
 
 
 def fmt_secs(s):
@@ -77,7 +81,6 @@ def tail_text(path, n=40):
 
 HOST_TOOLS = {
     "mmdebstrap": "mmdebstrap",
-    "qemu-system-x86_64": "qemu-system-x86",
     "qemu-img": "qemu-utils",
     "cloud-localds": "cloud-image-utils",
     "mkfs.ext4": "e2fsprogs",
@@ -95,15 +98,19 @@ HOST_TOOLS = {
 
 
 def ensure_host_tools(names):
-    missing = sorted({HOST_TOOLS[n] for n in names if shutil.which(n) is None})
+    """Install with apt-get the packages of the host programs NAMES that are missing (a QEMU
+    binary: the package the architecture table names for it)."""
+    from . import arches
+    known = dict(HOST_TOOLS, **{a.qemu.binary: a.qemu.package for a in arches.ARCHES.values()})
+    missing = sorted({known[n] for n in names if shutil.which(n) is None})
     # mmdebstrap needs the archive keyring to verify trixie/bookworm.
     if "mmdebstrap" in names and not Path("/usr/share/keyrings/debian-archive-keyring.gpg").exists():
         missing.append("debian-archive-keyring")
     if not missing:
         return
     if os.geteuid() != 0:
-        die(f"missing host packages: {' '.join(missing)}; install them with "
-            f"'sudo apt-get install {' '.join(missing)}' or run ntsync-vm as root")
+        raise Usage(f"missing host packages: {' '.join(missing)}; install them with "
+                    f"'sudo apt-get install {' '.join(missing)}' or run ntsync-vm as root")
     say(f"installing host dependencies with apt-get: {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     out = {"stdout": subprocess.DEVNULL}
@@ -111,12 +118,12 @@ def ensure_host_tools(names):
     r = r.returncode or subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
                                        env=env, **out).returncode
     if r:
-        die(f"apt-get install {' '.join(missing)} failed; install them by hand and rerun", 3)
+        raise Failure(f"apt-get install {' '.join(missing)} failed; install them by hand and rerun")
 
 
 def require_root(what):
     if os.geteuid() != 0:
-        die(f"{what} needs root (mmdebstrap, chroot and mkfs run as root here); run it with sudo")
+        raise Usage(f"{what} needs root (mmdebstrap, chroot and mkfs run as root here); run it with sudo")
 
 
 def source_files(prefixes=None):

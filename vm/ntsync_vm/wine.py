@@ -100,7 +100,7 @@ def wine_version(tree):
 
 
 def build_root():
-    return roots.cached_root(cache() / "wine" / "root", "trixie", suites.SUITES["trixie"]["sources"],
+    return roots.cached_root(cache() / "wine" / "root", "trixie", suites.SUITES["trixie"].sources,
                              PACKAGES, "Wine build root")
 
 
@@ -491,24 +491,21 @@ def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200, bench=Fa
     """Wine's tests in a cloud guest of SUITE with DRIVER, then without a driver. BENCH:
     ntsync-winbench only, one vCPU counting instructions (-icount), with the in-tree driver
     and ours where the kernel has both."""
-    from types import SimpleNamespace
-
-    from . import cloud
+    from . import cloud, jobs
     (build_dir / "tests.list").write_text("\n".join(TESTS) + "\n")
     (build_dir / "mode").write_text("bench\n" if bench else "tests\n")
-    o = SimpleNamespace(job="wine", driver=driver, image=None, kernel_debs=kernel_debs, rebuild=False, debs=None,
-                        no_debs=False, secure_boot=None, net=False, share=None, cmd_string="", seeds=None,
-                        mem=3072, smp=1 if bench else 2, icount=bench, no_icount=not bench, append="",
-                        timeout=timeout, no_i386=True, i386_dir=None, verbose=False,
-                        # QEMU 7.2's TCG emulates Wine's user-mode iretq with supervisor stack
-                        # reads: with SMAP each return from Wine's syscall dispatcher oopses.
-                        tcg_cpu="max,-smap",
-                        extra_files={"wine/wine.tar": build_dir / "wine.tar", "wine/tests": build_dir / "tests",
-                                     "wine/tests.list": build_dir / "tests.list", "wine/mode": build_dir / "mode"})
-    image, debs, _ = cloud.prepare(o, suite)
-    res = cloud.run_guest("wine", suite, o, debs, image=image)
-    code, reasons = cloud.verdict(res)
-    rows = [] if bench else judge_run(res["results"], driver)
+    req = cloud.Request(
+        job=jobs.get("wine", "cloud"), suite=suite, driver=driver,
+        kernel_debs=Path(kernel_debs) if kernel_debs else None, mem=3072, smp=1 if bench else 2, icount=bench,
+        timeout=timeout, compat=False,
+        # QEMU 7.2's TCG emulates Wine's user-mode iretq with supervisor stack
+        # reads: with SMAP each return from Wine's syscall dispatcher oopses.
+        tcg_cpu="max,-smap",
+        extra_files=(("wine/wine.tar", build_dir / "wine.tar"), ("wine/tests", build_dir / "tests"),
+                     ("wine/tests.list", build_dir / "tests.list"), ("wine/mode", build_dir / "mode"))).check()
+    res = cloud.run_guest(req, cloud.prepare(req))
+    code, reasons = res.verdict()
+    rows = [] if bench else judge_run(res.results, driver)
     return res, code, reasons, rows
 
 
@@ -525,18 +522,18 @@ def keep_figures(build_dir, res, lines):
     which Wine, commit, kernel and date, then the table."""
     facts = (build_dir / "facts.txt").read_text().splitlines()[0]
     head = [f"# {facts.split(',')[0]} ({build_dir.name}), commit {git_head()}, {time.strftime('%Y-%m-%d')}, "
-            f"{res['suite']} {res['kernel']}, run {Path(res['run_dir']).name}"]
+            f"{res.suite} {res.kernel}, run {Path(res.run_dir).name}"]
     (cache() / "wine" / FIGURES).write_text("\n".join(head + lines) + "\n")
     say(f"kept for the demo: {cache() / 'wine' / FIGURES}")
 
 
 def bench_table(res):
     """The winbench rows of a --bench guest: ns/op per configuration and the ratios."""
-    wdir = Path(res["results"]) / "wine"
+    wdir = Path(res.results) / "wine"
     cfgs = [c for c in ("in-tree", "ours", "none") if (wdir / f"{c}-winbench.txt").exists()]
     data = {c: winbench_rows(wdir / f"{c}-winbench.txt") for c in cfgs}
     names = [n for n in next((d for d in data.values() if d), {})]
-    lines = [f"ntsync-winbench under Wine on {res['suite']} ({res['kernel']}), 1 vCPU, -icount: guest ns per op"]
+    lines = [f"ntsync-winbench under Wine on {res.suite} ({res.kernel}), 1 vCPU, -icount: guest ns per op"]
     hdr = f"  {'row':18}" + "".join(f" {c:>10}" for c in cfgs)
     if "none" in data:
         hdr += "".join(f" {'none/' + c:>13}" for c in cfgs if c != "none")
@@ -556,14 +553,14 @@ def bench_table(res):
 
 
 def print_rows(res, rows):
-    print(f"Wine's tests on {res['suite']} ({res['kernel']}), driver {res['driver']} then none:")
+    print(f"Wine's tests on {res.suite} ({res.kernel}), driver {res.driver} then none:")
     print(f"  {'config':8} {'program':18} {'test':8} {'executed':>9} {'failures':>8} {'todo':>5} {'skipped':>7}  exit")
     for cfg, exe, name, c in rows:
         print(f"  {cfg:8} {exe:18} {name:8} {c['executed']:9d} {c['failures']:8d} {c['todo']:5d} {c['skipped']:7d}  "
               f"{c['exit'] if c['exit'] is not None else '-'}{'' if c['summary'] else ' (no summary line)'}")
         for f in c["fails"][:20]:
             print(f"      {f}")
-    wdir = Path(res["results"]) / "wine"
+    wdir = Path(res.results) / "wine"
     for f in sorted(wdir.glob("*-fds.txt")) + sorted(wdir.glob("*-ntsync-info.txt")):
         print(f"  {f.name}:")
         for line in f.read_text(errors="replace").splitlines()[:40]:
@@ -632,7 +629,7 @@ def main(argv):
     for r in o.run:
         suite, _, driver = r.partition(":")
         suite = suites.resolve(suite, image_only=True)
-        driver = driver or ("in-tree" if suites.SUITES[suite]["in_tree"] else "ours")
+        driver = driver or ("in-tree" if suites.SUITES[suite].in_tree else "ours")
         if driver not in ("ours", "in-tree"):
             raise Usage(f"--run {r}: the driver is ours or in-tree")
         if suite in OLDER_USERLAND and o.kernel_debs:
@@ -658,7 +655,7 @@ def main(argv):
                 keep_figures(out, res, lines)
         else:
             print_rows(res, rows)
-            wdir = Path(res["results"]) / "wine"
+            wdir = Path(res.results) / "wine"
             for cfg in (driver, "none"):
                 bad = judge_snapshot(wdir, cfg)
                 print(f"{'FAIL' if bad else 'PASS'} ntsync-info while Wine ran: {snapshot_line(wdir, cfg)}")

@@ -19,13 +19,15 @@ import zlib
 from contextlib import redirect_stdout, redirect_stderr
 from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DATA = HERE / "test_data"
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import boot, cloud, console, gates, image, initramfs, lifecycle, lock, qemu, run, suites  # noqa: E402
+from ntsync_vm import arches, boot, cloud, console, gates, image, initramfs, jobs, lifecycle, lock, qemu, run, \
+    suites  # noqa: E402
 from ntsync_vm.util import Failure, Usage  # noqa: E402
 
 
@@ -59,25 +61,26 @@ class Suites(unittest.TestCase):
     def test_table(self):
         # (no list of suites here: the table is the one list; these are its rules)
         self.assertIn(suites.DEFAULT, suites.SUITES)
-        self.assertTrue(suites.SUITES[suites.BENCH_DEFAULT]["in_tree"])
+        self.assertTrue(suites.SUITES[suites.bench_default()].in_tree)
         for name, s in suites.SUITES.items():
-            self.assertTrue(s["sources"][0].startswith("deb "), name)
-            self.assertTrue(any("linux-headers" in p for p in s["kernel_packages"]), name)
-            self.assertTrue(set(s["check"]) <= set(suites.CHECK_JOBS), name)
-            if s["check"]:
-                self.assertTrue(s["image"], f"{name}: ./check boots its cloud image")
+            self.assertTrue(s.sources[0].startswith("deb "), name)
+            self.assertTrue(any("linux-headers" in p for p in s.kernel_packages()), name)
+            self.assertTrue(set(s.check) <= set(jobs.checked()), name)
+            self.assertTrue(set(s.architectures) <= set(arches.ARCHES), name)
+            if s.check:
+                self.assertTrue(s.image, f"{name}: ./check boots its cloud image")
             # a kernel either gets ours from DKMS or has mainline's driver, never both or neither
-            self.assertNotEqual(suites.builds_ours(s["series"] + ".0"), s["in_tree"], name)
+            self.assertNotEqual(suites.builds_ours(s.series + ".0"), s.in_tree, name)
         self.assertEqual(suites.matrix_plan()[:1], [(suites.names(True)[0], "ours")])
 
     def test_kernel_range_has_one_source(self):
         # dkms.conf's BUILD_EXCLUSIVE_KERNEL is the range; the launcher's rule is derived from it
         rx = suites.dkms_range()
-        self.assertEqual(suites.KERNEL_WITH_DRIVER, suites.first_in_tree(rx))
+        self.assertEqual(suites.kernel_with_driver(), suites.first_in_tree(rx))
         for major, minor in ((6, m) for m in range(1, 30)):
             series = f"{major}.{minor}"
             ours = bool(rx.search(f"{series}.0-27-cloud-amd64"))
-            self.assertEqual(ours, (6, 1) <= (major, minor) < suites.KERNEL_WITH_DRIVER, series)
+            self.assertEqual(ours, (6, 1) <= (major, minor) < suites.kernel_with_driver(), series)
             if (major, minor) >= (6, 1):
                 self.assertNotEqual(ours, suites.has_in_tree_driver(series), series)
         self.assertFalse(rx.search("6.100.0"))  # 6.100 is no 6.10
@@ -91,7 +94,7 @@ class Suites(unittest.TestCase):
                 suites.dkms_range(conf)
 
     def test_check_lists_come_from_the_table(self):
-        for job in suites.CHECK_JOBS:
+        for job in jobs.checked():
             p = subprocess.run([str(REPO / "vm/ntsync-vm"), "suites", "--job", job], capture_output=True,
                                text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -334,17 +337,23 @@ class SmokeVerdict(unittest.TestCase):
         text = ("M json-begin intree\n{\"a\": 1}\nM json-end intree\nM json-begin ntsync\n{\"a\": 2}\n"
                 "M json-end ntsync\nM compare-begin\nwait-any  1.00  0.95\nM compare-exit 0\n"
                 "M rmmod ok\nM taint 12288\nM smoke-exit 0\n").replace("M ", "##ntsync## ")
-        rc, out, _ = quiet(boot.judge_smoke, text, "trixie-backports", bench=True)
+        text = text.replace("smoke-exit", "bench-exit")
+        rc, out, _ = quiet(boot.judge_smoke, text, "trixie-backports", bench=True, exit_mark="bench-exit")
         self.assertEqual(rc, 0)
         self.assertIn("wait-any  1.00  0.95", out)
         self.assertEqual((Path(self.tmp.name) / "logs/bench-trixie-backports-ntsync.json").read_text(),
                          "{\"a\": 2}\n")
-        rc, _, _ = quiet(boot.judge_smoke, text.replace("compare-exit 0", "compare-exit 1"), "x", bench=True)
+        rc, _, _ = quiet(boot.judge_smoke, text.replace("compare-exit 0", "compare-exit 1"), "x", bench=True,
+                         exit_mark="bench-exit")
         self.assertEqual(rc, 1)
+        # the exit marker is the job's own: a bench console is no smoke pass
+        self.assertEqual(quiet(boot.judge_smoke, text, "x", bench=True)[0], 1)
 
 
 class UpstreamVerdict(unittest.TestCase):
-    def console(self, unpatched_fails=boot.NEW_CASES, patched_fail=0):
+    NEW_CASES = boot.new_cases(boot.upstream_series())
+
+    def console(self, unpatched_fails=NEW_CASES, patched_fail=0):
         out = []
         for v in ("unpatched", "patched"):
             out += [f"M selftest-begin {v}", "ok 1 ntsync.semaphore"]
@@ -357,7 +366,7 @@ class UpstreamVerdict(unittest.TestCase):
 
     def test_new_cases_come_from_the_series(self):
         # every driver fix in upstream/ brings a selftest case that must fail unpatched
-        self.assertEqual(boot.NEW_CASES, ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event",
+        self.assertEqual(self.NEW_CASES, ("wait_any_duplicate_reports_lowest_index", "alert_must_be_event",
                                           "wait_all_objects_take_priority_over_alert",
                                           "objects_charged_to_memcg"))
 
@@ -366,9 +375,9 @@ class UpstreamVerdict(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("patched: selftest 1 passed, 0 failed; suite (NTSYNC_STRICT=1) 12 passed, 0 failed", out)
         self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=()))[0], 1)
-        self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=boot.NEW_CASES[:2]))[0], 1)
+        self.assertEqual(quiet(boot.judge_upstream, self.console(unpatched_fails=self.NEW_CASES[:2]))[0], 1)
         self.assertEqual(quiet(boot.judge_upstream, self.console(patched_fail=1))[0], 1)
-        with self.assertRaisesRegex(Usage, "did not finish"):
+        with self.assertRaisesRegex(Failure, "did not finish"):
             quiet(boot.judge_upstream, "##ntsync## selftest-begin unpatched\n")
 
 
@@ -589,12 +598,13 @@ class Wine(unittest.TestCase):
             (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n")
             self.assertEqual(wine.winbench_rows(w / "ours-winbench.txt"), {"sem.wait-release": 990})
             self.assertEqual(wine.winbench_rows(w / "none-winbench.txt"), {})  # it did not finish
-            lines, bad = wine.bench_table({"results": t, "suite": "trixie-backports", "kernel": "7.3"})
+            res = SimpleNamespace(results=t, suite="trixie-backports", kernel="7.3")
+            lines, bad = wine.bench_table(res)
             self.assertEqual(bad, ["none"])
             self.assertIn("0.990x", lines[-1])
             (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n"
                                                  "ntsync-winbench: done\n")
-            lines, bad = wine.bench_table({"results": t, "suite": "trixie-backports", "kernel": "7.3"})
+            lines, bad = wine.bench_table(res)
             self.assertEqual(bad, [])
             self.assertRegex(lines[-1], r"1,000 +990 +30,000 +30.0x +30.3x +0.990x")
 
@@ -671,13 +681,13 @@ class Lock(unittest.TestCase):
     def test_timings_leave_out_only_this_runs_queueing(self):
         # The secure-boot job runs two guests in one process; lock.WAITED adds up both queues.
         from ntsync_vm import cloud
-        res = {"times": {"boot_to_job": 50, "job": 190}}
+        times = {"boot_to_job": 50, "job": 190}
         saved = lock.WAITED[0]
         lock.WAITED[0] = 664.0
         try:
-            _, out, _ = quiet(cloud.print_timings, res, whole=694.0, waited=341.0)
+            _, out, _ = quiet(cloud.print_timings, times, whole=694.0, waited=341.0)
             self.assertIn("whole run 5m53s not counting 5m41s queued", out)
-            _, out, _ = quiet(cloud.print_timings, res, whole=694.0)
+            _, out, _ = quiet(cloud.print_timings, times, whole=694.0)
             self.assertIn("whole run 30s not counting 11m04s queued", out)
         finally:
             lock.WAITED[0] = saved

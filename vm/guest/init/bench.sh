@@ -24,5 +24,5 @@ mark compare-begin
 ntsync-bench --compare /tmp/intree.json /tmp/ntsync.json
 mark compare-exit $?
 mark taint "$(cat /proc/sys/kernel/tainted)"
-mark smoke-exit 0
+mark bench-exit 0
 poweroff -f

@@ -8,6 +8,7 @@ mark insmod
 insmod /ntsync.ko || mark insmod failed
 mark guest-abuse
 eval "set -- $(cat /fuzz-args)"
-/bin/guest-abuse.sh --bindir /amd64 --bindir32 /i386 --gates /amd64/kernel-log-gates "$@"
+# /native: the static programs of the architecture, /compat: of its compat ABI (boot.py)
+/bin/guest-abuse.sh --bindir /native --bindir32 /compat --gates /native/kernel-log-gates "$@"
 mark guest-abuse-exit $?
 poweroff -f

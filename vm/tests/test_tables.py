@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""Host tests of the launcher's tables and its inside as data (no guest, no root): the
+architecture table (every row's QEMU command lines built from the table alone and compared
+with recorded ones, test_data/argv/ARCH.txt), the job table (every row's script exists, every
+script has a row, the command lines offer what the table says), the typed request (from the
+command line; no option read through getattr), the error kinds (library code raises, only the
+command line exits), and nothing read from disk at import time. Runs in `meson test`."""
+
+import dataclasses
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PKG = REPO / "vm" / "ntsync_vm"
+sys.path.insert(0, str(REPO / "vm"))
+
+from ntsync_vm import arches, boot, cloud, image, jobs, qemu, suites  # noqa: E402
+from ntsync_vm.util import Failure, Usage  # noqa: E402
+
+
+def machines(arch):
+    """The three kinds of guest, built from ARCH's row and nothing else: a cloud guest
+    (kernel, initrd, four disks, a network), the timed initramfs boot, a Secure Boot PC."""
+    sb = dict(firmware=qemu.Firmware("/img/efi-code.fd", "/run/efi-vars.fd", secure=arch.secure_boot.smm)) \
+        if arch.secure_boot else None
+    out = {
+        "cloud": qemu.Machine(console=Path("/run/console.log"), arch=arch, name="ntsync-run", mem=2048, smp=2,
+                              kernel="/img/vmlinuz", initrd="/img/initrd.img", append=image.kernel_cmdline(arch),
+                              drives=[qemu.Drive("/run/disk.qcow2", "qcow2", bootindex=1,
+                                                 opts="discard=unmap,cache=unsafe"),
+                                      qemu.Drive("/run/seed.img", "raw", readonly=True),
+                                      qemu.Drive("/run/in.tar", "raw", serial="ntsync-in", readonly=True),
+                                      qemu.Drive("/run/out.img", "raw", serial="ntsync-out")], net=True),
+        "bench": qemu.Machine(console=Path("/logs/boot-bench.log"), arch=arch, name="ntsync-boot-bench", mem=1024,
+                              smp=1, cpu=arch.qemu.cpu_bench, icount=True, kernel="/k/vmlinuz",
+                              initrd="/w/initrd.gz", rng=False,
+                              append=f"{arch.console_arg()} panic=-1 oops=panic quiet"),
+    }
+    if sb:
+        out["secure-boot"] = qemu.Machine(console=Path("/run/console.log"), arch=arch, name="ntsync-sb", mem=2048,
+                                          smp=2, drives=[qemu.Drive("/run/disk.qcow2", "qcow2", bootindex=1)], **sb)
+    return out
+
+
+def recorded(arch):
+    """{'CASE ACCEL': argv} of test_data/argv/ARCH.txt."""
+    f = HERE / "test_data" / "argv" / f"{arch}.txt"
+    out = {}
+    for line in f.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, cmd = line.partition(": ")
+            out[key] = shlex.split(cmd)
+    return out
+
+
+class ArchTable(unittest.TestCase):
+    def setUp(self):
+        self.saved = os.environ.pop("NTSYNC_QEMU", None)
+
+    def tearDown(self):
+        if self.saved is not None:
+            os.environ["NTSYNC_QEMU"] = self.saved
+
+    def test_every_row_has_recorded_command_lines(self):
+        for name, arch in arches.ARCHES.items():
+            want = recorded(name)
+            got = {f"{case} {accel}": qemu.argv(m, accel) for case, m in machines(arch).items()
+                   for accel in ("tcg", "kvm")}
+            self.assertEqual(sorted(got), sorted(want), name)
+            for key in want:
+                self.assertEqual(got[key], want[key], f"{name} {key}")
+
+    def test_rows(self):
+        for name, a in arches.ARCHES.items():
+            self.assertEqual(a.name, name)
+            self.assertIn(a.endian, ("little", "big"), name)
+            self.assertIn(a.word_bits, (32, 64), name)
+            self.assertIn(a.ioc_encoding, ("generic", "powerpc"), name)
+            self.assertIn(a.boot, ("bios-grub",), f"{name}: image.make_disk writes only these")
+            for f in (a.static_cross, a.compat_cross):
+                if f:
+                    self.assertTrue((REPO / f).is_file(), f"{name}: {f}")
+            self.assertEqual(bool(a.compat), bool(a.compat_cross), name)
+            self.assertEqual(arches.static_names(a)[0], name)
+        self.assertIn(arches.DEFAULT, arches.ARCHES)
+        amd64 = arches.get("amd64")
+        self.assertEqual(amd64.kernel_packages("/trixie-backports"),
+                         ["linux-image-cloud-amd64/trixie-backports", "linux-headers-cloud-amd64/trixie-backports"])
+        self.assertEqual(amd64.cross_gcc(14), "gcc-14-x86-64-linux-gnu")
+        with self.assertRaisesRegex(Usage, "unknown architecture 'vax'"):
+            arches.get("vax")
+
+    def test_nothing_else_names_an_architecture(self):
+        # the issue's grep: only the table (and the Wine build, whose PE side is x86-64) names one
+        hits = subprocess.run(["grep", "-rnE", r"x86_64|amd64|ttyS0|cloud-amd64", str(PKG)],
+                              capture_output=True, text=True).stdout.splitlines()
+        hits = [h for h in hits if "/arches.py:" not in h and "/wine.py:" not in h and "__pycache__" not in h]
+        self.assertEqual(hits, [])
+
+
+class JobTable(unittest.TestCase):
+    def test_rules(self):
+        jobs._check()
+        for j in jobs.JOBS:
+            self.assertTrue(j.help, j.name)
+            self.assertTrue(j.default in jobs.ROLES or j.default in suites.SUITES, j.name)
+
+    def test_every_script_has_a_row_and_every_row_its_script(self):
+        owned = {j.script for j in jobs.JOBS if j.script}
+        for j in jobs.JOBS:
+            if j.script:
+                self.assertTrue(j.script.is_file(), f"job {j.kind} {j.name}: no {j.script}")
+        for s in jobs.scripts():
+            self.assertIn(s, owned, f"{s}: a guest script with no row in vm/ntsync_vm/jobs.py")
+
+    def test_command_lines_offer_the_table(self):
+        def help_of(*args):
+            p = subprocess.run([str(REPO / "vm/ntsync-vm"), *args, "--help"], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return p.stdout
+        top = help_of()
+        for j in jobs.of_kind("cloud", "command", cli_only=True):
+            self.assertRegex(top, rf"(?m)^  {re.escape(j.name)} +{re.escape(j.help[:30])}", j.name)
+        offered = re.search(r"(?m)^  \{([a-z,-]+)\}$", top).group(1).split(",")
+        self.assertEqual(offered, [j.name for j in jobs.of_kind("cloud", "command", cli_only=True)])
+        for j in jobs.of_kind("cloud"):
+            self.assertEqual(j.name in offered, j.cli, j.name)
+        self.assertIn(f"--job {'|'.join(j.name for j in jobs.of_kind('initramfs', cli_only=True))}", top)
+        text = help_of("boot")
+        for j in jobs.of_kind("initramfs", cli_only=True):
+            self.assertIn(f"  {j.name}", text)
+            self.assertIn(f"({suites.default_for(j)})", text)
+
+    def test_check_runs_the_table(self):
+        # ./check's guest lists are `ntsync-vm suites --job JOB`: the jobs the table marks
+        self.assertEqual(jobs.checked(), ["test", "secure-boot", "smoke", "wine-gate"])
+        for name in jobs.checked():
+            self.assertTrue(suites.for_job(name), name)
+        with self.assertRaisesRegex(Usage, "unknown job 'demo'"):
+            suites.for_job("demo")
+
+    def test_a_job_without_a_runner_of_its_own_boots_like_smoke(self):
+        self.assertEqual(set(boot.RUNNERS) <= {j.name for j in jobs.of_kind("initramfs")}, True)
+        job = jobs.Job("made-up", "initramfs", "x")
+        with self.assertRaisesRegex(Failure, "its script .*init/made-up.sh is missing"):
+            boot.init_files(job, {})
+
+
+class Requests(unittest.TestCase):
+    def parse(self, *argv):
+        # the command line's parser, stopped where it would run a guest
+        captured = {}
+
+        def grab(req):
+            captured["req"] = req
+            return 0
+        saved = cloud.job_single, cloud.job_matrix, cloud.job_secure_boot
+        cloud.job_single = grab
+        cloud.job_matrix = lambda req, only: grab(req)
+        cloud.job_secure_boot = grab
+        try:
+            cmd = []
+            if "--" in argv:
+                i = argv.index("--")
+                argv, cmd = argv[:i], list(argv[i:])
+            self.assertEqual(cloud.main(list(argv) + cmd), 0)
+        finally:
+            cloud.job_single, cloud.job_matrix, cloud.job_secure_boot = saved
+        return captured["req"]
+
+    def test_from_the_command_line(self):
+        r = self.parse("bench", "--cpus", "4")
+        self.assertEqual((r.job.name, r.suite, r.vcpus, r.counts_instructions), ("bench", suites.bench_default(), 4,
+                                                                                 True))
+        self.assertEqual(r.bench_args, cloud.BENCH_CONTENTION)
+        r = self.parse("test", "--no-i386", "--suite", "bookworm")
+        self.assertEqual((r.job.name, r.suite, r.compat, r.vcpus, r.counts_instructions), ("test", "bookworm", False, 2,
+                                                                                           False))
+        r = self.parse("demo", "--no-icount")
+        self.assertEqual((r.vcpus, r.counts_instructions, r.echo), (1, False, True))
+        r = self.parse("exec", "--", "make", "run")
+        self.assertEqual((r.cmd, r.cmd_string), (("make", "run"), "make run"))
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            r.suite = "bookworm"
+
+    def test_usage_is_raised_not_exited(self):
+        for argv, says in ((["bench", "--cpus", "9"], "give 2 to 8"), (["exec"], "exec needs a command"),
+                           (["test", "--driver", "in-tree"], "has no in-tree ntsync"),
+                           (["test", "--debs", "/nonexistent"], "not a folder")):
+            with self.assertRaisesRegex(Usage, says):
+                cloud.main(argv)
+
+    def test_wine_builds_a_request(self):
+        from ntsync_vm import wine
+        self.assertIn("cloud.Request(", Path(wine.__file__).read_text())
+        self.assertNotIn("SimpleNamespace", Path(wine.__file__).read_text())
+
+    def test_library_code_neither_exits_nor_reads_options_loosely(self):
+        for f in sorted(PKG.glob("*.py")):
+            text = f.read_text()
+            self.assertNotIn("getattr(opts", text, f.name)
+            self.assertNotIn("die(", text, f.name)
+            if f.name not in ("__main__.py", "cli.py"):
+                self.assertNotRegex(text, r"\bsys\.exit\(", f"{f.name}: only the command line exits")
+
+
+class Results(unittest.TestCase):
+    def result(self, **kw):
+        base = dict(job="test", suite="trixie", driver="ours", run_dir=Path("/r"), console=Path("/r/c"),
+                    results=Path("/r/out"), kernel="6.12", accel="tcg")
+        return cloud.Result(**dict(base, **kw))
+
+    def test_verdict(self):
+        self.assertEqual(self.result(job_rc=0).verdict(), (0, []))
+        self.assertEqual(self.result(job_rc=2, problems=("kernel Oops",)).verdict(),
+                         (1, ["the job exited 2", "kernel Oops"]))
+
+    def test_one_table_printer_reads_fields(self):
+        ok = cloud.row_of(self.result(job_rc=0, summary=cloud.Summary(10, 0, 1)), 0, 61)
+        bad = cloud.failed_row(cloud.Request(job=jobs.get("test", "cloud"), suite="bookworm"),
+                               Failure("the guest stalled\nmore"), 5)
+        from contextlib import redirect_stdout
+        from io import StringIO
+        buf = StringIO()
+        with redirect_stdout(buf):
+            rc = cloud.print_table([ok, bad], (("suite", lambda r: r.suite), *cloud.COUNTS,
+                                               ("gates", lambda r: r.gates), *cloud.END))
+        text = buf.getvalue()
+        self.assertEqual(rc, 1)
+        self.assertIn("trixie    10      0       1        clean              1m01s  PASS", text)
+        self.assertIn("bookworm  -       -       -        the guest stalled  5s     FAIL", text)
+        self.assertTrue(text.rstrip().endswith("10 passed, 1 failed, 1 skipped"))
+
+    def test_a_failing_matrix_row_fails_that_row_and_the_matrix_goes_on(self):
+        calls = []
+
+        def run_guest(req, prep):
+            calls.append((req.suite, req.driver))
+            if req.suite == "bookworm":
+                raise Failure("stage 'boot' stalled")
+            return self.result(suite=req.suite, driver=req.driver, job_rc=0, summary=cloud.Summary(5, 0, 0))
+        saved = cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential
+        cloud.run_guest, cloud.prepare = run_guest, lambda req, **kw: cloud.Prepared()
+        cloud.build_debs, cloud.build_compat_suite = lambda: [], lambda arch: None
+        cloud.differential = lambda res: "-"
+        try:
+            from contextlib import redirect_stdout
+            from io import StringIO
+            buf = StringIO()
+            with redirect_stdout(buf):
+                rc = cloud.job_matrix(cloud.Request(job=jobs.get("test", "cloud"), suite="trixie"))
+        finally:
+            cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential = saved
+        self.assertEqual(rc, 1)
+        self.assertEqual(calls, suites.matrix_plan())
+        self.assertIn("stage 'boot' stalled", buf.getvalue())
+        self.assertTrue(buf.getvalue().rstrip().endswith(f"{5 * (len(calls) - 1)} passed, 1 failed, 0 skipped"))
+
+
+class Import(unittest.TestCase):
+    def test_nothing_is_read_from_disk_at_import(self):
+        # every module imported with file reads forbidden: a read at import time raises
+        code = f"""
+import builtins, io, pathlib, sys
+sys.path.insert(0, {str(REPO / 'vm')!r})
+def no(*a, **k):
+    raise AssertionError(f"read at import time: {{a[:1]}}")
+builtins.open = no
+io.open = no
+pathlib.Path.read_text = no
+pathlib.Path.read_bytes = no
+pathlib.Path.open = no
+import importlib
+for m in {sorted(p.stem for p in PKG.glob('*.py') if p.stem not in ('__main__',))!r}:
+    importlib.import_module("ntsync_vm." + m if m != "__init__" else "ntsync_vm")
+print("ok")
+"""
+        with tempfile.TemporaryDirectory() as t:
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=t)
+        self.assertEqual(p.stdout.strip(), "ok", p.stderr[-2000:])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
