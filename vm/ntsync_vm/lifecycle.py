@@ -7,6 +7,7 @@ the host reads the console, applies tests/kernel-log-gates and the taint rule, a
 line per check and test and then 'N passed, N failed, N skipped'. Exit 0 iff nothing failed."""
 
 import argparse
+import dataclasses
 import io
 import re
 import shutil
@@ -159,22 +160,45 @@ def judge(text, tests):
     return out, passed, failed, skipped
 
 
-def main(argv):
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One lifecycle run: the only input of run_lifecycle() (from_args builds it)."""
+    suite: str
+    tests: tuple                       # ((name, restrictions), ...) of debian/tests/control
+    arch: arches.Arch = dataclasses.field(default_factory=arches.get)
+    debs: Path = None                  # the packages under test (None: built from this tree)
+    old: Path = None                   # the previous version's packages (None: built, OLD_VERSION)
+    old_version: str = "0.9.0"         # 'none': a fresh install, no upgrade
+    timeout: int = 3600                # seconds for the whole guest run
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What a lifecycle run gave: the only output of run_lifecycle()."""
+    lines: tuple
+    passed: int
+    failed: int
+    skipped: int
+    console: Path
+    seconds: float
+
+
+def from_args(argv):
+    job = jobs.get("lifecycle", "testbed")
     ap = argparse.ArgumentParser(prog="ntsync-vm lifecycle", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--suite", default=suites.DEFAULT,
-                    help=f"{suites.describe(image_only=True)} (default {suites.DEFAULT})")
+    ap.add_argument("--suite", default=suites.default_for(job),
+                    help=f"{suites.describe(image_only=True)} (default {suites.default_for(job)})")
     ap.add_argument("--debs", metavar="DIR", help="the packages under test (default: built from this tree)")
     ap.add_argument("--old", metavar="DIR", help="the previous version's packages (default: built, --old-version)")
     ap.add_argument("--old-version", default="0.9.0", help="version of the previous packages (0.9.0); "
                     "'none': a fresh install, no upgrade")
     ap.add_argument("--test", action="append", default=[], help="run only this test (repeatable)")
-    ap.add_argument("--timeout", type=int, default=jobs.get("lifecycle", "testbed").timeout // 60,
-                    help="minutes for the whole guest run (60)")
+    ap.add_argument("--timeout", type=int, default=job.timeout // 60,
+                    help=f"minutes for the whole guest run ({job.timeout // 60})")
     ap.add_argument("--arch", default=arches.DEFAULT, choices=list(arches.ARCHES),
                     help=f"the guest's architecture (default {arches.DEFAULT})")
     o = ap.parse_args(argv)
-    arch = arches.get(o.arch)
     suite = suites.resolve(o.suite, image_only=True)
     if o.timeout < 1:
         raise Usage(f"--timeout wants minutes, not {o.timeout}")
@@ -185,21 +209,31 @@ def main(argv):
             raise Usage(f"--test {', '.join(sorted(unknown))}: not in debian/tests/control "
                         f"({', '.join(n for n, _ in tests)})")
         tests = [t for t in tests if t[0] in o.test]
+    for opt, d in (("--debs", o.debs), ("--old", o.old)):
+        if d and not Path(d).is_dir():
+            raise Usage(f"{opt} {d}: not a folder")
+    return Request(suite=suite, tests=tuple(tests), arch=arches.get(o.arch), debs=Path(o.debs) if o.debs else None,
+                   old=Path(o.old) if o.old else None, old_version=o.old_version, timeout=o.timeout * 60)
+
+
+def run_lifecycle(req):
+    """The package tests of REQ in one cloud guest, judged: a Result."""
+    arch, suite, tests = req.arch, req.suite, req.tests
     require_root("lifecycle (the guest image is built as root)")
     ensure_host_tools([arch.qemu.binary, "qemu-img", "cloud-localds"])
-    if o.debs:
-        new = sorted(p for p in Path(o.debs).glob("*.deb") if "-dbgsym_" not in p.name)
+    if req.debs:
+        new = sorted(p for p in req.debs.glob("*.deb") if "-dbgsym_" not in p.name)
         if not new:
-            raise Usage(f"--debs {o.debs}: no .deb files there")
+            raise Usage(f"--debs {req.debs}: no .deb files there")
     else:
         new = build_debs()
     old = []
-    if o.old:
-        old = sorted(Path(o.old).glob("*.deb"))
+    if req.old:
+        old = sorted(req.old.glob("*.deb"))
         if not any(p.name.startswith("ntsync-dkms_") for p in old):
-            raise Usage(f"--old {o.old}: no ntsync-dkms_*.deb there")
-    elif o.old_version != "none":
-        old = sorted(p for p in old_debs(o.old_version).glob("*.deb") if "-dbgsym_" not in p.name)
+            raise Usage(f"--old {req.old}: no ntsync-dkms_*.deb there")
+    elif req.old_version != "none":
+        old = sorted(p for p in old_debs(req.old_version).glob("*.deb") if "-dbgsym_" not in p.name)
     paths, info = find_image(suite, arch=arch)
     work = cache() / "lifecycle" / f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
     work.mkdir(parents=True)
@@ -219,10 +253,15 @@ def main(argv):
                              qemu.Drive(str(work / "in.tar"), serial="apt-in", readonly=True)])
     say(f"{len(tests)} test(s) ({', '.join(n for n, _ in tests)}) on {suite} ({info.get('kernel_release')}), "
         f"{len(new)} debs" + (f", upgrading from {len(old)} older debs" if old else "") + f"; console {console}")
-    r = run_mod.guest(m, run_mod.Watch(o.timeout * 60), kernels=[paths["kernel"]])
+    r = run_mod.guest(m, run_mod.Watch(req.timeout), kernels=[paths["kernel"]])
     say(f"guest ran {r.seconds:.0f} s" + (" and hit its time-out" if r.stalled else ""))
     overlay.unlink(missing_ok=True)
     lines, passed, failed, skipped = judge(console.read_text(errors="replace"), tests)
-    print("\n".join(lines))
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 0 if failed == 0 else 1
+    return Result(tuple(lines), passed, failed, skipped, console, r.seconds)
+
+
+def main(argv):
+    res = run_lifecycle(from_args(argv))
+    print("\n".join(res.lines))
+    print(f"{res.passed} passed, {res.failed} failed, {res.skipped} skipped")
+    return 0 if res.failed == 0 else 1
