@@ -288,5 +288,23 @@ print("ok")
         self.assertEqual(p.stdout.strip(), "ok", p.stderr[-2000:])
 
 
+def record(name):
+    """`test_tables.py --record ARCH`: write test_data/argv/ARCH.txt from the table, for a new
+    row (read it before committing it: it is the expectation from then on)."""
+    arch = arches.get(name)
+    lines = [f"# QEMU command lines of {name} guests, recorded with test_tables.py --record {name};",
+             "# test_tables.py builds them from arches.py alone and compares. CASE ACCEL: ARGV"]
+    for case, m in machines(arch).items():
+        for accel in ("tcg", "kvm"):
+            lines.append(f"{case} {accel}: {shlex.join(qemu.argv(m, accel))}")
+    out = HERE / "test_data" / "argv" / f"{name}.txt"
+    out.write_text("\n".join(lines) + "\n")
+    print(out)
+
+
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    if sys.argv[1:2] == ["--record"] and len(sys.argv) == 3:
+        os.environ.pop("NTSYNC_QEMU", None)
+        record(sys.argv[2])
+    else:
+        unittest.main(verbosity=2)
