@@ -225,15 +225,17 @@ def job_fuzz(o, work):
         k.build_ours(work / "ntsync.ko", work, src=o.module_src or REPO)
         if o.module_src:
             say(f"the module from {o.module_src}")
-    native, compat = arches.static_names(o.arch)
-    out = static.build([native, compat])
+    names = arches.static_names(o.arch)  # its own programs, and its compat ABI's when it has one
+    out = static.build(names)
     args = f"--seconds {o.seconds} --cycles {cycles}" + (f" --seed {o.seed}" if o.seed is not None else "")
     args += " --suite /" if o.suite else ""
     args += f" --linearize {o.linearize}" + (" --linearize-only" if o.linearize_only else "")
     args += f" --concurrent {o.concurrent}" if o.concurrent is not None else ""
     args += f" --memcg {o.memcg}" if o.memcg else ""
-    files = {"ntsync.ko": work / "ntsync.ko", "native": out / native, "compat": out / compat,
+    files = {"ntsync.ko": work / "ntsync.ko", "native": out / names[0],
              "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh", "fuzz-args": args + "\n"}
+    if len(names) > 1:
+        files["compat"] = out / names[1]
     initramfs.build(work / "initrd.gz", *init_files(o.job, files))
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
     limit = (o.seconds + (o.concurrent or 0) + o.memcg) * 3 + cycles // 200 + o.linearize * 2 + 1800

@@ -426,7 +426,8 @@ def run_guest(req, prep):
         kernel_desc = f"{image['info']['kernel_release']}, Secure Boot, DKMS key {sb}"
     elif req.image:
         base = req.image
-        fmt, size = ("qcow2" if base.read_bytes()[:4] == b"QFI\xfb" else "raw"), "16G"
+        with open(base, "rb") as f:
+            fmt, size = ("qcow2" if f.read(4) == b"QFI\xfb" else "raw"), "16G"
         kernel_desc = "its own bootloader and kernel"
     else:
         base, fmt, size = Path(image["disk"]), "qcow2", None
