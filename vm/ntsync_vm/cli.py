@@ -37,7 +37,7 @@ def qemu_main(argv):
     o = ap.parse_args(argv[:i])
     qargs = argv[i + 1:]
     kernel = qargs[qargs.index("-kernel") + 1] if "-kernel" in qargs else None
-    m = qemu.Machine(console=Path(o.console), name="ntsync-qemu", machine=None, rng=False, kernel=None,
+    m = qemu.Machine(console=Path(o.console), name="ntsync-qemu", machine="", rng=False, kernel=None,
                      extra=qargs, smp=1, mem=256)
     # timeout(1) or a caller's kill: stop QEMU on the way out (the guest loop's finally).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

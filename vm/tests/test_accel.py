@@ -204,6 +204,8 @@ class Runtime(Host):
         self.assertIn("Linux version", console.read_text())
         calls = self.qemu_calls()
         self.assertEqual([c[c.index("-accel") + 1] for c in calls], ["kvm", "tcg,thread=multi"])
+        # the raw arguments are the machine: no -machine of the launcher's own
+        self.assertTrue(all("-machine" not in c for c in calls), calls)
         self.assertEqual(accel.remembered()["accel"], "tcg")
 
     def test_runner_forced_kvm_does_not_fall_back(self):
