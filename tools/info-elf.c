@@ -338,6 +338,10 @@ void binary_text(const struct wine_binary *b, char *buf, size_t len)
 		fmt(buf, len, "%s (%s): not Wine's (none of Wine's own "
 		    "strings); %u ntsync request numbers in its code",
 		    b->path, b->machine, b->nfound);
+	else if (b->backend && b->nfound == NTSYNC_NREQUESTS)
+		fmt(buf, len, "%s (%s): backend compiled in: all %u ntsync "
+		    "request numbers in its code", b->path, b->machine,
+		    b->nfound);
 	else if (b->backend)
 		fmt(buf, len, "%s (%s): backend compiled in: %u ntsync request "
 		    "numbers in its code (%s)", b->path, b->machine, b->nfound,

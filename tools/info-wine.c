@@ -121,8 +121,8 @@ static const char *why_unreadable(int err)
 	static char buf[TEXT];
 
 	if (err == EACCES || err == EPERM)
-		fmt(buf, sizeof(buf), "%s (another user's process: run as "
-		    "root)", strerror(err));
+		fmt(buf, sizeof(buf), "%s (another user's process, or ptrace "
+		    "policy: run as root)", strerror(err));
 	else
 		fmt(buf, sizeof(buf), "%s", strerror(err));
 	return buf;
@@ -172,7 +172,7 @@ static bool read_stat(struct proc *p)
 		return false;
 	/* fields 3 (state), 4 (ppid), then 5..21 skipped, 22 starttime */
 	if (sscanf(s + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
+		   "%*s %*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
 		return false;
 	p->state = state;
 	p->ppid = ppid;
@@ -782,7 +782,9 @@ static void link_visible(struct wine_report *r, const struct proc *o)
 		}
 		return;
 	}
-	if (err != ENOENT) {
+	if (err != ENOENT || !(*info.root ? path_exists(info.path) :
+			       info.exists)) {
+		/* unreadable, or no device on the host either (link 1) */
 		l->state = LINK_UNKNOWN;
 		return;
 	}
@@ -830,23 +832,27 @@ static void link_driver(struct wine_report *r, const struct proc *srv)
 	bool present = info.module_loaded ||
 		!strcmp(info.driver_kind, "built-in");
 	bool opens = info.openable;
-	char how[TEXT] = "";
+	char how[TEXT];
 
+	if (info.openable)
+		fmt(how, sizeof(how), "opens (tried)");
+	else
+		fmt(how, sizeof(how), "does not open: %s", info.exists ?
+		    strerror(-info.open_err) : "missing");
 	if (*info.root) {
 		/* a recording holds no device node: its presence stands in
 		 * for the live open */
 		opens = path_exists(info.path);
-		fmt(how, sizeof(how), " (recorded: %s present)", info.path);
+		fmt(how, sizeof(how), "%s (recorded)", opens ? "present" :
+		    "missing");
 	}
 	if (r->device_fds || (srv && srv->device_fds)) {
 		opens = true;
-		fmt(how, sizeof(how), " (held open by pid %d)",
+		fmt(how, sizeof(how), "opens (held open by pid %d)",
 		    r->device_fds ? r->pid : srv->pid);
 	}
-	fmt(l->found, sizeof(l->found), "driver: %s; %s %s%s%s",
-	    info.driver_text, info.path, opens ? "opens" : "does not open",
-	    opens ? how : ": ", opens ? "" : info.exists ?
-	    strerror(-info.open_err) : "missing");
+	fmt(l->found, sizeof(l->found), "driver: %s; %s %s",
+	    info.driver_text, info.path, how);
 	if (present && opens) {
 		l->state = LINK_OK;
 		return;
@@ -897,12 +903,11 @@ static void link_start(struct wine_report *r, const struct proc *srv)
 		return;
 	}
 	fmt(l->found, sizeof(l->found), "wineserver pid %d started %s "
-	    "(/proc/%d/stat field 22 + btime); %s%s%s; it holds no %s%s%s",
-	    srv->pid, ts, srv->pid, src, lt > 0 ? " at " : "",
-	    lt > 0 ? tl : "", info.path, srv->fd_err ? " (unknown: " : "",
-	    srv->fd_err ? why_unreadable(srv->fd_err) : "");
-	if (srv->fd_err)
-		strcat(l->found, ")");
+	    "(/proc/%d/stat field 22 + btime); %s%s%s; %s%s%s", srv->pid, ts,
+	    srv->pid, src, lt > 0 ? " at " : "", lt > 0 ? tl : "",
+	    srv->fd_err ? "its descriptors: " : "it holds no ",
+	    srv->fd_err ? why_unreadable(srv->fd_err) : info.path,
+	    srv->fd_err ? "" : " open");
 	/* btime is whole seconds: a second either way is too close */
 	if (st + 1.0 < lt) {
 		l->state = LINK_BROKEN;

@@ -57,7 +57,6 @@ static int wine_main(const char *pid_arg, bool json)
 			else
 				printf("verdict: %s: %s\n", rc == EXIT_UNKNOWN ?
 				       "UNKNOWN" : "NO VERDICT", why);
-			fprintf(stderr, "ntsync-info: %s\n", why);
 			return rc;
 		}
 		n = 1;
