@@ -3,7 +3,8 @@
 #  - --check-wine on two stand-ins for Wine's binaries built from
 #    fake-wine.c (one issues the driver's ioctls, one is a stub that still
 #    names /dev/ntsync), as single files, an install prefix, a build tree,
-#    a mixed install, and on things that are no Wine;
+#    a mixed install, and on things that are no Wine; wineserver's ioctls
+#    built for arm64 and i386 by clang where it can (fake-wineserver-cross.c);
 #  - --pid and --wine on the layouts in layouts/ (NTSYNC_INFO_SYSROOT):
 #    each layout.txt names its cases, the exit status and the verdict and
 #    fix each must print, text and JSON;
@@ -92,6 +93,25 @@ expect_json .backend false
 expect_json '.files[0].dev_ntsync_string' true
 expect_json '.files[0].request_numbers' 0
 expect_json .exit 1
+
+# other architectures, where clang can build for them: wineserver's
+# ioctls as an object file (no C library needed)
+multiarch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+for target in aarch64-linux-gnu i386-linux-gnu; do
+	for opt in -O0 -O2; do
+		obj=$tmp/wineserver-$target$opt.o
+		if command -v clang >/dev/null 2>&1 &&
+		   clang --target="$target" "$opt" -ffreestanding \
+			-I"$here/../../include/uapi" -I/usr/include \
+			-I"/usr/include/$multiarch" -c \
+			"$here/fake-wineserver-cross.c" -o "$obj" 2>/dev/null; then
+			expect_rc 0 "--check-wine on wineserver's ioctls for $target $opt" \
+				"$info" --check-wine "$obj"
+		else
+			echo "# clang cannot build for $target: not checked"
+		fi
+	done
+done
 
 # an install prefix, a build tree, a mixed install
 mkdir -p "$tmp/prefix/bin" "$tmp/prefix/lib/wine/x86_64-unix" \
