@@ -684,6 +684,12 @@ static void link_env(struct wine_report *r, const struct proc *t,
 
 /* ---- link 5: can the wineserver see the device? ---- */
 
+/*
+ * /.flatpak-info, which Flatpak puts in every sandbox's root: the app's
+ * name ([Application] name=) and, where this Flatpak writes it, its own
+ * version ([Instance] flatpak-version=; not checked against Flatpak's
+ * source here, so a missing one reads "unknown version").
+ */
 static void flatpak_info(int pid, char *app, size_t alen, char *ver,
 			 size_t vlen)
 {
