@@ -187,6 +187,10 @@ static void scan_sections(const struct elf_view *e, uint16_t machine,
 		shnum = h->e_shnum;
 		shentsize = h->e_shentsize;
 	}
+	/* A header smaller than the record it must hold is no section table
+	 * (each one is copied whole below): scan the whole file instead. */
+	if (shentsize < (e->is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)))
+		shoff = 0;
 	for (unsigned int i = 0; shoff && i < shnum; i++) {
 		uint64_t off, size, flags;
 		uint32_t type;
