@@ -3,12 +3,12 @@
 
 #include "info.h"
 
-static void json_str(const char *s)
+void json_str(const char *s)
 {
 	tc_json_str(stdout, s);
 }
 
-static void json_str_or_null(const char *s)
+void json_str_or_null(const char *s)
 {
 	tc_json_str_or_null(stdout, s);
 }

@@ -9,6 +9,9 @@
  *   info-secureboot.c   Secure Boot, lockdown, DKMS's signing key
  *   info-verdict.c      the verdict, its cause and the hint
  *   info-text.c, info-json.c   the two reports
+ *   info-elf.c          Wine's binaries: backend or stubs (--check-wine)
+ *   info-wine.c         one Wine process's five links (--pid, --wine)
+ *   info-wine-report.c  their reports, text and JSON
  * (ntsync-users.c: who has the device open.)  Every probe fills the one
  * struct info_state, info; the reports only read it.
  */
@@ -42,6 +45,11 @@
 #define EXIT_NOT_WORKING 1
 #define EXIT_USAGE 2
 #define EXIT_SECURE_BOOT 3
+/* --pid and --wine (--check-wine uses 0, 1 and 2 only) */
+#define EXIT_NO_PROCESS 4	/* no such process */
+#define EXIT_NOT_WINE 5		/* a process that is not Wine */
+#define EXIT_ZOMBIE 6		/* exited, not reaped: nothing to read */
+#define EXIT_UNKNOWN 7		/* cannot tell: /proc not readable (root) */
 
 /* Upper bound for the checks that wait for a wake-up: a broken driver makes
  * a check fail, never hang the tool. */
@@ -173,5 +181,87 @@ void decide(void);		/* info-verdict.c */
 const char *result_name(enum result r);	/* info-text.c */
 void print_text(void);
 void print_json(void);		/* info-json.c */
+void json_str(const char *s);
+void json_str_or_null(const char *s);
+
+/* ---- info-elf.c: the ntsync backend in Wine's binaries ---- */
+
+#define NTSYNC_NREQUESTS 14
+struct ntsync_request {
+	const char *name;	/* "CREATE_SEM" for NTSYNC_IOC_CREATE_SEM */
+	uint32_t value;		/* computed from <linux/ntsync.h> */
+};
+extern const struct ntsync_request ntsync_requests[NTSYNC_NREQUESTS];
+
+struct wine_binary {
+	char path[TEXT * 4];
+	const char *role;	/* "wineserver", "ntdll.so" or "file" */
+	int err;		/* errno when it could not be read */
+	bool elf;
+	const char *machine;	/* "x86-64", "i386", "arm64", ... */
+	bool wine;		/* has Wine's own strings */
+	bool backend;		/* the evidence: request numbers in its code */
+	unsigned int nfound;	/* distinct request numbers found */
+	unsigned int found_mask;	/* bit i: ntsync_requests[i] */
+	bool dev_string;	/* "/dev/ntsync" in it (shown, not evidence) */
+	bool backend_request;	/* "get_inproc_sync_fd": a Wine with the backend's source */
+};
+
+/* -1 (b->err set) when unreadable, else 0 (b->elf false if not ELF). */
+int elf_check(const char *path, struct wine_binary *b);
+void requests_text(unsigned int mask, char *buf, size_t len);
+void binary_text(const struct wine_binary *b, char *buf, size_t len);
+int check_wine(const char *path, bool json);	/* exit status */
+
+/* ---- info-wine.c: is this Wine process using ntsync? ---- */
+
+enum link_state { LINK_OK, LINK_BROKEN, LINK_UNKNOWN };
+enum { LINK_DRIVER, LINK_BUILD, LINK_START, LINK_ENV, LINK_VISIBLE,
+       NLINKS };
+extern const char *const link_names[NLINKS];
+
+struct wine_link {
+	enum link_state state;
+	/* broken means "not using" even where the descriptors are unread */
+	bool certain;
+	char found[TEXT * 6];	/* what was found, with its evidence */
+	char reason[TEXT * 2];	/* for the verdict, when broken */
+	char fix[TEXT * 3];
+};
+
+enum wine_status { WINE_USING, WINE_NOT_USING, WINE_UNKNOWN };
+
+struct wine_report {
+	int pid;
+	char comm[32];
+	bool wineserver;	/* the process is a wineserver */
+	int server_pid;		/* its wineserver, 0 if none was found */
+	char exe[TEXT * 2];
+	char ntdll[TEXT * 2];
+	int holds;		/* TRI_*: holds the device open */
+	unsigned int device_fds, object_fds;
+	int fd_err;
+	struct wine_link link[NLINKS];
+	enum wine_status status;
+	char verdict[TEXT * 4];
+	char fix[TEXT * 3];
+};
+
+/*
+ * --pid PID: fills r and returns 0, or returns an EXIT_* status for a
+ * process that cannot be reported on, with the reason in why.
+ */
+int wine_probe_pid(int pid, struct wine_report *r, char *why, size_t len);
+/* --wine: every Wine process; returns how many (at most max). */
+unsigned int wine_probe_all(struct wine_report *r, unsigned int max,
+			    unsigned int *unreadable);
+int wine_exit_status(const struct wine_report *r, unsigned int n);
+
+/* info-wine-report.c */
+void print_wine_text(const struct wine_report *r, unsigned int n,
+		     unsigned int unreadable);
+void print_wine_json(const struct wine_report *r, unsigned int n,
+		     unsigned int unreadable, int rc);
+void print_wine_error_json(int pid, int rc, const char *why);
 
 #endif /* NTSYNC_INFO_H */
