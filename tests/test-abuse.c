@@ -67,6 +67,7 @@ static void bad_ptrs_free(struct bad_ptrs *b)
 	}								\
 } while (0)
 
+/* §abi.mainline.1 §create.fd §abi.errors.efault */
 TEST(create_with_bad_pointer_is_efault_and_leaves_no_fd)
 {
 	int dev = DEV_OPEN();
@@ -84,6 +85,7 @@ TEST(create_with_bad_pointer_is_efault_and_leaves_no_fd)
 	close(dev);
 }
 
+/* §abi.errors.efault */
 TEST(sem_release_with_bad_pointer_is_efault_and_unchanged)
 {
 	int dev = DEV_OPEN();
@@ -99,6 +101,7 @@ TEST(sem_release_with_bad_pointer_is_efault_and_unchanged)
 	close(dev);
 }
 
+/* §abi.errors.efault §silent.read-efault */
 TEST(reads_with_bad_pointer_are_efault)
 {
 	int dev = DEV_OPEN();
@@ -123,6 +126,7 @@ TEST(reads_with_bad_pointer_are_efault)
 	close(dev);
 }
 
+/* §abi.errors.efault */
 TEST(mutex_unlock_with_bad_pointer_is_efault_and_unchanged)
 {
 	int dev = DEV_OPEN();
@@ -138,6 +142,7 @@ TEST(mutex_unlock_with_bad_pointer_is_efault_and_unchanged)
 	close(dev);
 }
 
+/* §abi.errors.efault */
 TEST(mutex_kill_with_bad_pointer_is_efault_and_unchanged)
 {
 	int dev = DEV_OPEN();
@@ -153,6 +158,7 @@ TEST(mutex_kill_with_bad_pointer_is_efault_and_unchanged)
 	close(dev);
 }
 
+/* §abi.errors.efault §silent.event-efault */
 TEST(event_set_reset_pulse_with_bad_pointer_are_efault)
 {
 	int dev = DEV_OPEN();
@@ -172,6 +178,7 @@ TEST(event_set_reset_pulse_with_bad_pointer_are_efault)
 	close(dev);
 }
 
+/* §abi.errors.efault */
 TEST(wait_with_bad_args_pointer_is_efault)
 {
 	int dev = DEV_OPEN();
@@ -186,6 +193,7 @@ TEST(wait_with_bad_args_pointer_is_efault)
 	close(dev);
 }
 
+/* §abi.errors.efault */
 TEST(wait_with_bad_objs_pointer_is_efault_and_unchanged)
 {
 	int dev = DEV_OPEN();
@@ -220,6 +228,7 @@ TEST(wait_with_bad_objs_pointer_is_efault_and_unchanged)
  * differential test holds both to it.  So each of the two waits takes one
  * of the semaphore's two counts.
  */
+/* §abi.errors.efault §silent.index-efault */
 TEST(wait_with_unwritable_index_is_efault)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -280,6 +289,7 @@ static void check_bad_alert(int dev, uint32_t alert)
 	close(sem);
 }
 
+/* §wait.objs §wait.alert §abi.errors.notobj §abi.errors.alert */
 TEST(wait_on_pipe_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -294,6 +304,7 @@ TEST(wait_on_pipe_is_einval)
 	close(dev);
 }
 
+/* §wait.objs §wait.alert §abi.errors.notobj §abi.errors.alert */
 TEST(wait_on_device_fd_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -306,6 +317,7 @@ TEST(wait_on_device_fd_is_einval)
 	close(dev);
 }
 
+/* §wait.objs §wait.alert §abi.errors.notobj §abi.errors.alert */
 TEST(wait_on_regular_file_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -318,6 +330,7 @@ TEST(wait_on_regular_file_is_einval)
 	close(dev);
 }
 
+/* §wait.objs §wait.alert §abi.errors.badfd §abi.errors.alert */
 TEST(wait_on_minus_one_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -327,6 +340,7 @@ TEST(wait_on_minus_one_is_einval)
 	close(dev);
 }
 
+/* §wait.objs §wait.alert §abi.errors.badfd §abi.errors.alert */
 TEST(wait_on_closed_fd_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -342,6 +356,7 @@ TEST(wait_on_closed_fd_is_einval)
 	close(dev);
 }
 
+/* §wait.objs §wait.alert §abi.errors.badfd §abi.errors.alert */
 TEST(wait_on_huge_fd_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -354,6 +369,7 @@ TEST(wait_on_huge_fd_is_einval)
 	close(dev);
 }
 
+/* §dev.instance §abi.errors.instance §abi.mainline.4 §wait.objs §wait.alert §abi.errors.alert */
 TEST(wait_on_object_of_another_instance_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -376,6 +392,7 @@ TEST(wait_on_object_of_another_instance_is_einval)
 
 /* ---- wrong types, unknown ioctls ---- */
 
+/* §abi.errors.type */
 TEST(sem_ioctls_on_mutex_and_event_are_einval)
 {
 	int dev = DEV_OPEN();
@@ -396,6 +413,7 @@ TEST(sem_ioctls_on_mutex_and_event_are_einval)
 	close(dev);
 }
 
+/* §abi.errors.type */
 TEST(mutex_ioctls_on_sem_and_event_are_einval)
 {
 	int dev = DEV_OPEN();
@@ -417,6 +435,7 @@ TEST(mutex_ioctls_on_sem_and_event_are_einval)
 	close(dev);
 }
 
+/* §abi.errors.type */
 TEST(event_ioctls_on_sem_and_mutex_are_einval)
 {
 	int dev = DEV_OPEN();
@@ -471,6 +490,7 @@ static const unsigned long unknown_ioctls[] = {
 	0,
 };
 
+/* §abi.errors.enotty */
 TEST(device_ioctls_on_objects_are_enotty)
 {
 	int dev = DEV_OPEN();
@@ -491,6 +511,7 @@ TEST(device_ioctls_on_objects_are_enotty)
 	close(dev);
 }
 
+/* §abi.errors.enotty */
 TEST(object_ioctls_on_device_are_enotty)
 {
 	int dev = DEV_OPEN();
@@ -504,6 +525,7 @@ TEST(object_ioctls_on_device_are_enotty)
 	close(dev);
 }
 
+/* §abi.errors.enotty */
 TEST(unknown_ioctls_are_enotty)
 {
 	int dev = DEV_OPEN();
@@ -531,6 +553,7 @@ TEST(unknown_ioctls_are_enotty)
 
 /* ---- lifetimes ---- */
 
+/* §obj.files */
 TEST(objects_outlive_the_device_fd)
 {
 	int dev = DEV_OPEN();
@@ -554,6 +577,7 @@ TEST(objects_outlive_the_device_fd)
 	close(event);
 }
 
+/* §dev.instance §abi.errors.instance */
 TEST(objects_of_closed_device_refused_by_new_instance)
 {
 	int dev = DEV_OPEN();
@@ -568,6 +592,7 @@ TEST(objects_of_closed_device_refused_by_new_instance)
 	close(dev2);
 }
 
+/* §obj.files */
 TEST(dup_fd_refers_to_the_same_object)
 {
 	int dev = DEV_OPEN();
@@ -585,6 +610,7 @@ TEST(dup_fd_refers_to_the_same_object)
 	close(dev);
 }
 
+/* §obj.files */
 TEST(objects_are_inherited_across_fork)
 {
 	int dev = DEV_OPEN();
@@ -611,6 +637,7 @@ TEST(objects_are_inherited_across_fork)
 	close(dev);
 }
 
+/* §abi.errors.closed */
 TEST(object_fd_closed_during_wait_times_out)
 {
 	int dev = DEV_OPEN();
@@ -626,6 +653,7 @@ TEST(object_fd_closed_during_wait_times_out)
 	close(dev);
 }
 
+/* §abi.errors.closed */
 TEST(object_fd_closed_during_wait_all_times_out)
 {
 	int dev = DEV_OPEN();
@@ -642,6 +670,7 @@ TEST(object_fd_closed_during_wait_all_times_out)
 	close(dev);
 }
 
+/* §obj.files §abi.errors.closed */
 TEST(object_fd_closed_during_wait_still_wakes_through_dup)
 {
 	int dev = DEV_OPEN();
@@ -662,6 +691,7 @@ TEST(object_fd_closed_during_wait_still_wakes_through_dup)
 	close(dev);
 }
 
+/* §abi.errors.closed */
 TEST(device_fd_closed_during_wait_still_wakes)
 {
 	int dev = DEV_OPEN();
@@ -678,6 +708,7 @@ TEST(device_fd_closed_during_wait_still_wakes)
 	close(sem);
 }
 
+/* §abi.errors.closed */
 TEST(everything_closed_during_wait_times_out)
 {
 	int dev = DEV_OPEN();
@@ -696,6 +727,7 @@ TEST(everything_closed_during_wait_times_out)
 	waiters_free(w, 1);
 }
 
+/* §abi.mainline.4 §dev.mode */
 TEST(device_node_is_mode_0666_and_opens_for_any_user)
 {
 	struct stat st;
@@ -731,6 +763,7 @@ TEST(device_node_is_mode_0666_and_opens_for_any_user)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* §obj.files */
 TEST(many_objects_and_instances)
 {
 	int devs[4];
@@ -862,6 +895,7 @@ static int emfile_child(int dev)
 	return 0;
 }
 
+/* §abi.mainline.1 §create.fd */
 TEST(create_at_descriptor_limit_is_emfile_and_leaves_no_fd)
 {
 	int dev = DEV_OPEN();

@@ -107,6 +107,7 @@ static void *mutex_worker(void *arg)
 	return NULL;
 }
 
+/* §obj.atomic §wait.any.contention */
 TEST(mutex_contention_no_lost_or_doubled_acquisition)
 {
 	struct shared *sh = defer_free(calloc(1, sizeof(*sh)));
@@ -149,6 +150,7 @@ static void *sem_worker(void *arg)
 	return NULL;
 }
 
+/* §obj.atomic §wait.any.contention */
 TEST(semaphore_contention_respects_count)
 {
 	struct shared *sh = defer_free(calloc(1, sizeof(*sh)));
@@ -234,6 +236,7 @@ static void *philosophers_and_taker(void *arg)
 	return me->id == THREADS ? any_taker(arg) : philosopher(arg);
 }
 
+/* §obj.atomic §wait.all.acquire */
 TEST(wait_all_overlapping_sets_all_progress)
 {
 	struct shared *sh = defer_free(calloc(1, sizeof(*sh)));
@@ -315,6 +318,7 @@ static void *storm_driver(void *arg)
 	return NULL;
 }
 
+/* §obj.atomic §wait.all.alert */
 TEST(alert_storm_accounts_for_every_acquisition)
 {
 	struct shared *sh = defer_free(calloc(1, sizeof(*sh)));
@@ -375,6 +379,7 @@ static void *toggle_worker(void *arg)
 	return NULL;
 }
 
+/* §obj.atomic §event.pulse */
 TEST(manual_event_toggle_storm_keeps_waiters_consistent)
 {
 	struct shared *sh = defer_free(calloc(1, sizeof(*sh)));
@@ -604,6 +609,7 @@ static struct race *race_new(void)
 	return r;
 }
 
+/* §obj.atomic §wait.any.dup */
 TEST(wait_any_same_sem_twice_races_report_lowest_index)
 {
 	struct race *r = race_new();
@@ -615,6 +621,7 @@ TEST(wait_any_same_sem_twice_races_report_lowest_index)
 	run_race(r);
 }
 
+/* §obj.atomic §wait.any.dup */
 TEST(wait_any_sem_around_another_races_report_lowest_index)
 {
 	struct race *r = race_new();
@@ -630,6 +637,7 @@ TEST(wait_any_sem_around_another_races_report_lowest_index)
 	ASSERT_SEM(fds[1], 0, 1);
 }
 
+/* §obj.atomic §wait.any.dup */
 TEST(wait_any_event_in_objs_and_alert_races_report_objs_index)
 {
 	struct race *r = race_new();
@@ -778,11 +786,13 @@ static void run_poll_race(bool with_alert)
 	}
 }
 
+/* §obj.atomic §abi.mainline.6 §wait.atomic */
 TEST(wait_any_poll_over_events_kept_signaled_never_times_out)
 {
 	run_poll_race(false);
 }
 
+/* §obj.atomic §abi.mainline.6 §wait.atomic */
 TEST(wait_any_poll_never_takes_alert_while_an_object_is_signaled)
 {
 	run_poll_race(true);
@@ -850,6 +860,7 @@ static void *all_alert_waiter(void *arg)
 	return NULL;
 }
 
+/* §obj.atomic §abi.mainline.6 §wait.atomic */
 TEST(wait_all_with_signaled_objects_never_takes_the_alert)
 {
 	struct all_alert_race *r = defer_free(calloc(1, sizeof(*r)));

@@ -57,6 +57,7 @@ static void assert_others_still_wait(struct waiter *w, unsigned int n,
 	}
 }
 
+/* §sem.release */
 TEST(sem_release_wakes_waiting_thread)
 {
 	int dev = DEV_OPEN();
@@ -76,6 +77,7 @@ TEST(sem_release_wakes_waiting_thread)
 	close(dev);
 }
 
+/* §obj.atomic §sem.release §wait.any.contention */
 TEST(sem_release_of_n_wakes_n_waiters)
 {
 	int dev = DEV_OPEN();
@@ -102,6 +104,7 @@ TEST(sem_release_of_n_wakes_n_waiters)
 	close(dev);
 }
 
+/* §sem.release */
 TEST(sem_release_beyond_waiters_keeps_the_rest)
 {
 	int dev = DEV_OPEN();
@@ -122,6 +125,7 @@ TEST(sem_release_beyond_waiters_keeps_the_rest)
 	close(dev);
 }
 
+/* §mutex.unlock §wait.any.contention */
 TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
 {
 	int dev = DEV_OPEN();
@@ -154,6 +158,7 @@ TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
 	close(dev);
 }
 
+/* §mutex.unlock */
 TEST(mutex_recursive_unlock_wakes_only_at_zero)
 {
 	int dev = DEV_OPEN();
@@ -172,6 +177,7 @@ TEST(mutex_recursive_unlock_wakes_only_at_zero)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_wakes_waiter_with_eownerdead)
 {
 	int dev = DEV_OPEN();
@@ -192,6 +198,7 @@ TEST(mutex_kill_wakes_waiter_with_eownerdead)
 	close(dev);
 }
 
+/* §mutex.kill §wait.all.abandoned */
 TEST(mutex_kill_wakes_wait_all_with_eownerdead)
 {
 	int dev = DEV_OPEN();
@@ -245,26 +252,31 @@ static void event_wakes(uint32_t manual, int (*op)(int, uint32_t *),
 	close(dev);
 }
 
+/* §event.set */
 TEST(auto_event_set_wakes_one_waiter)
 {
 	event_wakes(0, ntr_event_set, 1, 0);
 }
 
+/* §event.set */
 TEST(manual_event_set_wakes_all_waiters)
 {
 	event_wakes(1, ntr_event_set, 2, 1);
 }
 
+/* §event.pulse */
 TEST(auto_event_pulse_wakes_one_of_two_waiters)
 {
 	event_wakes(0, ntr_event_pulse, 1, 0);
 }
 
+/* §event.pulse */
 TEST(manual_event_pulse_wakes_both_waiters)
 {
 	event_wakes(1, ntr_event_pulse, 2, 0);
 }
 
+/* §event.reset */
 TEST(event_reset_wakes_nobody)
 {
 	int dev = DEV_OPEN();
@@ -336,6 +348,7 @@ static int unlock_current(int mutex)
 	return ntr_mutex_unlock(mutex, owner, NULL);
 }
 
+/* §abi.mainline.5 §wait.order */
 TEST(sem_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
@@ -343,6 +356,7 @@ TEST(sem_waiters_woken_in_fifo_order)
 	fifo_order(dev, NEW_SEM(dev, 0, 3), 1, release_one);
 }
 
+/* §abi.mainline.5 §wait.order */
 TEST(auto_event_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
@@ -350,6 +364,7 @@ TEST(auto_event_waiters_woken_in_fifo_order)
 	fifo_order(dev, NEW_EVENT(dev, 0, 0), 1, set_event);
 }
 
+/* §abi.mainline.5 §wait.order */
 TEST(mutex_waiters_woken_in_fifo_order)
 {
 	int dev = DEV_OPEN();
@@ -357,6 +372,7 @@ TEST(mutex_waiters_woken_in_fifo_order)
 	fifo_order(dev, NEW_MUTEX(dev, 1, 1), 0, unlock_current);
 }
 
+/* §wait.all.acquire */
 TEST(wait_all_woken_only_when_all_signaled_at_once)
 {
 	int dev = DEV_OPEN();
@@ -390,6 +406,7 @@ TEST(wait_all_woken_only_when_all_signaled_at_once)
 	close(dev);
 }
 
+/* §wait.all.acquire */
 TEST(wait_all_woken_by_mutex_unlock_and_sem_release)
 {
 	int dev = DEV_OPEN();
@@ -412,6 +429,7 @@ TEST(wait_all_woken_by_mutex_unlock_and_sem_release)
 	close(dev);
 }
 
+/* §wait.any.alert */
 TEST(wait_any_woken_by_alert_returns_count)
 {
 	int dev = DEV_OPEN();
@@ -432,6 +450,7 @@ TEST(wait_any_woken_by_alert_returns_count)
 	close(dev);
 }
 
+/* §wait.all.alert */
 TEST(wait_all_woken_by_alert_returns_count)
 {
 	int dev = DEV_OPEN();
@@ -453,6 +472,7 @@ TEST(wait_all_woken_by_alert_returns_count)
 	close(dev);
 }
 
+/* §wait.index */
 TEST(wait_any_woken_by_second_object_reports_its_index)
 {
 	int dev = DEV_OPEN();
@@ -470,6 +490,7 @@ TEST(wait_any_woken_by_second_object_reports_its_index)
 	close(dev);
 }
 
+/* §dev.instance */
 TEST(waiter_process_woken_by_sem_release)
 {
 	int dev = DEV_OPEN();
@@ -487,6 +508,7 @@ TEST(waiter_process_woken_by_sem_release)
 	close(dev);
 }
 
+/* §dev.instance */
 TEST(waiter_processes_woken_by_manual_event)
 {
 	int dev = DEV_OPEN();
@@ -507,6 +529,7 @@ TEST(waiter_processes_woken_by_manual_event)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(waiter_process_woken_by_mutex_kill)
 {
 	int dev = DEV_OPEN();
@@ -525,6 +548,7 @@ TEST(waiter_process_woken_by_mutex_kill)
 	close(dev);
 }
 
+/* §dev.instance */
 TEST(thread_woken_by_child_process)
 {
 	int dev = DEV_OPEN();
@@ -548,6 +572,7 @@ TEST(thread_woken_by_child_process)
 	close(dev);
 }
 
+/* §dev.instance */
 TEST(wait_all_process_woken_across_processes)
 {
 	int dev = DEV_OPEN();
