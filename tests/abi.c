@@ -13,6 +13,7 @@
 	assert_int_equal(sizeof(((struct type *)0)->field), (size));	\
 } while (0)
 
+/* §abi.ioctls */
 TEST(ioctl_numbers_match_mainline)
 {
 	assert_int_equal(NTSYNC_IOC_CREATE_SEM, 0x40084E80U);
@@ -31,12 +32,14 @@ TEST(ioctl_numbers_match_mainline)
 	assert_int_equal(NTSYNC_IOC_EVENT_READ, 0x80084E8DU);
 }
 
+/* §abi.constants */
 TEST(constants_match_mainline)
 {
 	assert_int_equal(NTSYNC_WAIT_REALTIME, 0x1);
 	assert_int_equal(NTSYNC_MAX_WAIT_COUNT, 64);
 }
 
+/* §abi.structs */
 TEST(sem_args_layout)
 {
 	assert_int_equal(sizeof(struct ntsync_sem_args), 8);
@@ -44,6 +47,7 @@ TEST(sem_args_layout)
 	CHECK_FIELD(ntsync_sem_args, max, 4, 4);
 }
 
+/* §abi.structs */
 TEST(mutex_args_layout)
 {
 	assert_int_equal(sizeof(struct ntsync_mutex_args), 8);
@@ -51,6 +55,7 @@ TEST(mutex_args_layout)
 	CHECK_FIELD(ntsync_mutex_args, count, 4, 4);
 }
 
+/* §abi.structs */
 TEST(event_args_layout)
 {
 	assert_int_equal(sizeof(struct ntsync_event_args), 8);
@@ -58,6 +63,7 @@ TEST(event_args_layout)
 	CHECK_FIELD(ntsync_event_args, signaled, 4, 4);
 }
 
+/* §abi.structs §abi.mainline.2 */
 TEST(wait_args_layout)
 {
 	assert_int_equal(sizeof(struct ntsync_wait_args), 40);
@@ -72,6 +78,7 @@ TEST(wait_args_layout)
 }
 
 /* The ioctl encodings: direction, type 'N', number and argument size. */
+/* §abi.ioctls */
 TEST(ioctl_encodings_match_structs)
 {
 	assert_int_equal(_IOC_TYPE(NTSYNC_IOC_CREATE_SEM), 'N');

@@ -264,6 +264,57 @@ bool waiter_join(struct waiter *w)
 	return ok;
 }
 
+/* ---- cleanup run by every case's teardown ---- */
+
+#define DEFER_MAX 1024
+
+static struct deferred {
+	int fd;		/* >= 0: close it */
+	void *p;	/* else free it */
+} deferred[DEFER_MAX];
+static unsigned int n_deferred;
+
+static void defer(int fd, void *p)
+{
+	if (n_deferred == DEFER_MAX) {
+		print_error("more than %u deferred cleanups in one case\n", DEFER_MAX);
+		fail();
+	}
+	deferred[n_deferred].fd = fd;
+	deferred[n_deferred].p = p;
+	n_deferred++;
+}
+
+int defer_close(int fd)
+{
+	if (fd >= 0)
+		defer(fd, NULL);
+	return fd;
+}
+
+void *defer_free(void *p)
+{
+	if (p)
+		defer(-1, p);
+	return p;
+}
+
+/* Last in, first out: objects close before their device, memory goes last
+ * when it was handed over first. */
+static int run_deferred(void **state)
+{
+	(void)state;
+	while (n_deferred) {
+		struct deferred *d = &deferred[--n_deferred];
+
+		if (d->fd >= 0)
+			close(d->fd);
+		else
+			free(d->p);
+	}
+	return 0;
+}
+
 static void rescue_handler(int sig)
 {
 	(void)sig;
@@ -285,6 +336,7 @@ int ntsync_test_main(int argc, char **argv, const char *group,
 		     const struct CMUnitTest *tests, size_t count,
 		     bool need_device)
 {
+	struct CMUnitTest *cases;
 	struct sigaction sa;
 	int failed;
 
@@ -329,6 +381,16 @@ int ntsync_test_main(int argc, char **argv, const char *group,
 	sigemptyset(&sa.sa_mask);
 	sigaction(RESCUE_SIGNAL, &sa, NULL);
 
-	failed = _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+	cases = calloc(count, sizeof(*cases));
+	if (!cases) {
+		fprintf(stderr, "%s: out of memory\n", group);
+		return 1;
+	}
+	memcpy(cases, tests, count * sizeof(*cases));
+	for (size_t i = 0; i < count; i++)
+		if (!cases[i].teardown_func)
+			cases[i].teardown_func = run_deferred;
+	failed = _cmocka_run_group_tests(group, cases, count, NULL, NULL);
+	free(cases);
 	return failed ? 1 : 0;
 }

@@ -259,6 +259,18 @@ unsigned int waiters_until_done(struct waiter *w, unsigned int nw,
 	}								\
 } while (0)
 
+/*
+ * Cleanup that runs however a test case ends.  fail() and skip() leave a
+ * case by longjmp(), past the closes and frees at its end (and past
+ * __attribute__((cleanup)), which longjmp() does not run).  What a case
+ * hands to these is closed or freed by the teardown that
+ * ntsync_test_main() gives every case that has none of its own; cmocka runs
+ * it after the case passed, failed or skipped.  Each returns its argument,
+ * which the case must then not close or free itself.
+ */
+int defer_close(int fd);
+void *defer_free(void *p);
+
 /* Signal used to rescue hung waiter threads (installed without SA_RESTART). */
 #define RESCUE_SIGNAL SIGUSR2
 

@@ -72,6 +72,7 @@ static char *reference_part(bool walks, size_t *len)
 	return buf;
 }
 
+/* §abi.order */
 TEST(matrix_matches_mainline_7_3)
 {
 	char *ref, *got = NULL, *report = NULL;
@@ -106,6 +107,7 @@ TEST(matrix_matches_mainline_7_3)
 	free(ref);
 }
 
+/* §abi.order */
 TEST(walks_match_mainline_7_3)
 {
 	unsigned long seeds = 0, differ = 0;

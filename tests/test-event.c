@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+/* §abi.mainline.1 §create.fd */
 TEST(create_event_returns_cloexec_fd)
 {
 	int dev = DEV_OPEN();
@@ -18,6 +19,7 @@ TEST(create_event_returns_cloexec_fd)
 	close(dev);
 }
 
+/* §create.event */
 TEST(create_event_all_four_kinds)
 {
 	int dev = DEV_OPEN();
@@ -37,6 +39,7 @@ TEST(create_event_all_four_kinds)
 	close(dev);
 }
 
+/* §create.event §event.read */
 TEST(create_event_nonzero_flags_mean_true)
 {
 	int dev = DEV_OPEN();
@@ -48,6 +51,7 @@ TEST(create_event_nonzero_flags_mean_true)
 	close(dev);
 }
 
+/* §event.read */
 TEST(event_read_writes_manual_and_signaled)
 {
 	int dev = DEV_OPEN();
@@ -81,21 +85,25 @@ static void event_op_twice(int (*op)(int, uint32_t *), uint32_t from,
 	close(dev);
 }
 
+/* §event.set */
 TEST(event_set_returns_previous_state)
 {
 	event_op_twice(ntr_event_set, 0, 1);
 }
 
+/* §event.reset */
 TEST(event_reset_returns_previous_state)
 {
 	event_op_twice(ntr_event_reset, 1, 0);
 }
 
+/* §event.pulse */
 TEST(event_pulse_returns_previous_state_and_leaves_unsignaled)
 {
 	event_op_twice(ntr_event_pulse, 1, 0);
 }
 
+/* §event.pulse */
 TEST(event_pulse_without_waiters_wakes_nothing_later)
 {
 	int dev = DEV_OPEN();
@@ -108,6 +116,7 @@ TEST(event_pulse_without_waiters_wakes_nothing_later)
 	close(dev);
 }
 
+/* §obj.event §wait.acquire */
 TEST(auto_event_is_reset_by_acquisition)
 {
 	int dev = DEV_OPEN();
@@ -122,6 +131,7 @@ TEST(auto_event_is_reset_by_acquisition)
 	close(dev);
 }
 
+/* §obj.event §wait.acquire */
 TEST(manual_event_is_not_reset_by_acquisition)
 {
 	int dev = DEV_OPEN();
@@ -139,6 +149,7 @@ TEST(manual_event_is_not_reset_by_acquisition)
 	close(dev);
 }
 
+/* §wait.acquire */
 TEST(unsignaled_event_is_not_acquired)
 {
 	int dev = DEV_OPEN();

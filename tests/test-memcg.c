@@ -379,11 +379,13 @@ static void run_limited(bool waits)
 	}
 }
 
+/* §abi.mainline.4 §abi.security */
 TEST(unprivileged_objects_stay_within_memory_max)
 {
 	run_limited(false);
 }
 
+/* §abi.mainline.4 §abi.security */
 TEST(unprivileged_waiters_stay_within_memory_max)
 {
 	run_limited(true);

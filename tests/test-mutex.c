@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+/* §create.mutex §abi.mainline.1 §create.fd */
 TEST(create_mutex_returns_cloexec_fd)
 {
 	int dev = DEV_OPEN();
@@ -21,6 +22,7 @@ TEST(create_mutex_returns_cloexec_fd)
 	close(dev);
 }
 
+/* §obj.owner §create.mutex */
 TEST(create_mutex_owned_with_count)
 {
 	int dev = DEV_OPEN();
@@ -31,6 +33,7 @@ TEST(create_mutex_owned_with_count)
 	close(dev);
 }
 
+/* §create.mutex §abi.mainline.1 §create.fd */
 TEST(create_mutex_owner_without_count_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -41,6 +44,7 @@ TEST(create_mutex_owner_without_count_is_einval)
 	close(dev);
 }
 
+/* §create.mutex §abi.mainline.1 §create.fd */
 TEST(create_mutex_count_without_owner_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -52,6 +56,7 @@ TEST(create_mutex_count_without_owner_is_einval)
 	close(dev);
 }
 
+/* §mutex.read */
 TEST(mutex_read_writes_owner_and_count)
 {
 	int dev = DEV_OPEN();
@@ -66,6 +71,7 @@ TEST(mutex_read_writes_owner_and_count)
 	close(dev);
 }
 
+/* §mutex.unlock */
 TEST(mutex_unlock_returns_previous_count)
 {
 	int dev = DEV_OPEN();
@@ -85,6 +91,7 @@ TEST(mutex_unlock_returns_previous_count)
 	close(dev);
 }
 
+/* §mutex.unlock */
 TEST(mutex_unlock_owner_zero_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -100,6 +107,7 @@ TEST(mutex_unlock_owner_zero_is_einval)
 	close(dev);
 }
 
+/* §mutex.unlock */
 TEST(mutex_unlock_by_other_owner_is_eperm)
 {
 	int dev = DEV_OPEN();
@@ -112,6 +120,7 @@ TEST(mutex_unlock_by_other_owner_is_eperm)
 	close(dev);
 }
 
+/* §mutex.unlock */
 TEST(mutex_unlock_unowned_is_eperm)
 {
 	int dev = DEV_OPEN();
@@ -123,6 +132,7 @@ TEST(mutex_unlock_unowned_is_eperm)
 	close(dev);
 }
 
+/* §obj.mutex §wait.acquire */
 TEST(mutex_wait_acquires_and_recurses)
 {
 	int dev = DEV_OPEN();
@@ -136,6 +146,7 @@ TEST(mutex_wait_acquires_and_recurses)
 	close(dev);
 }
 
+/* §obj.mutex */
 TEST(mutex_owned_by_other_is_not_acquired)
 {
 	int dev = DEV_OPEN();
@@ -149,6 +160,7 @@ TEST(mutex_owned_by_other_is_not_acquired)
 	close(dev);
 }
 
+/* §mutex.unlock §silent.mutex-max */
 TEST(mutex_recursion_up_to_u32_max)
 {
 	int dev = DEV_OPEN();
@@ -168,6 +180,7 @@ TEST(mutex_recursion_up_to_u32_max)
 	close(dev);
 }
 
+/* §silent.mutex-max */
 TEST(create_mutex_at_u32_max_is_not_signaled_for_owner)
 {
 	int dev = DEV_OPEN();
@@ -180,6 +193,7 @@ TEST(create_mutex_at_u32_max_is_not_signaled_for_owner)
 	close(dev);
 }
 
+/* §obj.abandoned */
 TEST(mutex_kill_abandons_the_mutex)
 {
 	int dev = DEV_OPEN();
@@ -191,6 +205,7 @@ TEST(mutex_kill_abandons_the_mutex)
 	close(dev);
 }
 
+/* §mutex.read */
 TEST(mutex_read_of_abandoned_mutex_is_eownerdead_with_zeros)
 {
 	int dev = DEV_OPEN();
@@ -208,6 +223,7 @@ TEST(mutex_read_of_abandoned_mutex_is_eownerdead_with_zeros)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_owner_zero_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -223,6 +239,7 @@ TEST(mutex_kill_owner_zero_is_einval)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_by_non_owner_is_eperm)
 {
 	int dev = DEV_OPEN();
@@ -234,6 +251,7 @@ TEST(mutex_kill_by_non_owner_is_eperm)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_unowned_is_eperm)
 {
 	int dev = DEV_OPEN();
@@ -245,6 +263,7 @@ TEST(mutex_kill_unowned_is_eperm)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_or_unlock_of_abandoned_mutex_is_eperm)
 {
 	int dev = DEV_OPEN();
@@ -258,6 +277,7 @@ TEST(mutex_kill_or_unlock_of_abandoned_mutex_is_eperm)
 	close(dev);
 }
 
+/* §obj.abandoned §wait.any.abandoned */
 TEST(abandoned_mutex_wait_any_is_eownerdead_and_acquires)
 {
 	int dev = DEV_OPEN();
@@ -277,6 +297,7 @@ TEST(abandoned_mutex_wait_any_is_eownerdead_and_acquires)
 	close(dev);
 }
 
+/* §obj.owner */
 TEST(abandoned_mutex_reacquired_by_its_dead_owner_id)
 {
 	int dev = DEV_OPEN();
@@ -292,6 +313,7 @@ TEST(abandoned_mutex_reacquired_by_its_dead_owner_id)
 	close(dev);
 }
 
+/* §wait.all.abandoned */
 TEST(abandoned_mutex_wait_all_is_eownerdead_and_acquires_all)
 {
 	int dev = DEV_OPEN();
@@ -313,6 +335,7 @@ TEST(abandoned_mutex_wait_all_is_eownerdead_and_acquires_all)
 	close(dev);
 }
 
+/* §wait.any.abandoned */
 TEST(abandoned_state_cleared_by_one_acquisition)
 {
 	int dev = DEV_OPEN();
@@ -332,6 +355,7 @@ TEST(abandoned_state_cleared_by_one_acquisition)
 	close(dev);
 }
 
+/* §mutex.kill */
 TEST(mutex_kill_after_recursion_resets_count)
 {
 	int dev = DEV_OPEN();

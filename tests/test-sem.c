@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+/* §obj.sem §abi.mainline.1 §create.fd */
 TEST(create_sem_returns_cloexec_fd)
 {
 	int dev = DEV_OPEN();
@@ -19,6 +20,7 @@ TEST(create_sem_returns_cloexec_fd)
 	close(dev);
 }
 
+/* §create.sem §abi.mainline.1 §create.fd */
 TEST(create_sem_count_above_max_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -32,6 +34,7 @@ TEST(create_sem_count_above_max_is_einval)
 	close(dev);
 }
 
+/* §obj.sem §create.sem */
 TEST(create_sem_count_equal_max_and_zero_limits)
 {
 	int dev = DEV_OPEN();
@@ -51,6 +54,7 @@ TEST(create_sem_count_equal_max_and_zero_limits)
 	close(dev);
 }
 
+/* §sem.release */
 TEST(sem_release_returns_previous_count)
 {
 	int dev = DEV_OPEN();
@@ -62,6 +66,7 @@ TEST(sem_release_returns_previous_count)
 	close(dev);
 }
 
+/* §sem.release §silent.release-zero */
 TEST(sem_release_zero_changes_nothing)
 {
 	int dev = DEV_OPEN();
@@ -72,6 +77,7 @@ TEST(sem_release_zero_changes_nothing)
 	close(dev);
 }
 
+/* §sem.release */
 TEST(sem_release_up_to_max)
 {
 	int dev = DEV_OPEN();
@@ -82,6 +88,7 @@ TEST(sem_release_up_to_max)
 	close(dev);
 }
 
+/* §sem.release */
 TEST(sem_release_past_max_is_eoverflow_and_unchanged)
 {
 	int dev = DEV_OPEN();
@@ -97,6 +104,7 @@ TEST(sem_release_past_max_is_eoverflow_and_unchanged)
 	close(dev);
 }
 
+/* §sem.release */
 TEST(sem_release_at_u32_max_is_eoverflow)
 {
 	int dev = DEV_OPEN();
@@ -119,6 +127,7 @@ TEST(sem_release_at_u32_max_is_eoverflow)
 	close(dev);
 }
 
+/* §sem.read */
 TEST(sem_read_writes_count_and_max)
 {
 	int dev = DEV_OPEN();
@@ -133,6 +142,7 @@ TEST(sem_read_writes_count_and_max)
 	close(dev);
 }
 
+/* §obj.sem */
 TEST(sem_wait_decrements_until_unsignaled)
 {
 	int dev = DEV_OPEN();
@@ -151,6 +161,7 @@ TEST(sem_wait_decrements_until_unsignaled)
 	close(dev);
 }
 
+/* §obj.sem */
 TEST(sem_objects_are_independent)
 {
 	int dev = DEV_OPEN();

@@ -572,6 +572,7 @@ static void spawn_with(struct peer **out, unsigned int n, const int *fds,
  * one release wakes them all; then a mutex goes from owner to owner in
  * queue order, each unlock done by the process that owns it.
  */
+/* §dev.instance */
 TEST(eight_clients_distinct_owners)
 {
 	int dev = DEV_OPEN();
@@ -619,6 +620,7 @@ TEST(eight_clients_distinct_owners)
 }
 
 /* A client's alertable wait is ended by another process's EVENT_SET. */
+/* §dev.instance */
 TEST(alert_from_another_process)
 {
 	int dev = DEV_OPEN();
@@ -658,6 +660,7 @@ TEST(alert_from_another_process)
  * thread dies; then each gets EOWNERDEAD, and a later acquisition is
  * ordinary again.
  */
+/* §dev.instance */
 TEST(killed_owner_mutex_kill_wakes_others_with_eownerdead)
 {
 	int dev = DEV_OPEN();
@@ -710,6 +713,7 @@ TEST(killed_owner_mutex_kill_wakes_others_with_eownerdead)
  * clients' copies keep the instance and the objects alive, and their waits
  * and wakes through it go on working.
  */
+/* §dev.instance */
 TEST(objects_outlive_the_servers_descriptors)
 {
 	int dev = DEV_OPEN();
@@ -805,6 +809,7 @@ static const char *other_build(char *why, size_t len)
  * client) gets them, reads them, waits on them and wakes the maker.  The
  * test itself only carries descriptors between the two.
  */
+/* §dev.instance */
 TEST(i386_client_on_objects_of_a_64bit_process)
 {
 	char why[256];

@@ -54,16 +54,19 @@ static void signal_interrupts(bool all)
 	close(dev);
 }
 
+/* §wait.eintr §abi.errors.signal */
 TEST(signal_interrupts_wait_any_with_eintr)
 {
 	signal_interrupts(false);
 }
 
+/* §abi.errors.signal */
 TEST(signal_interrupts_wait_all_with_eintr_and_acquires_nothing)
 {
 	signal_interrupts(true);
 }
 
+/* §abi.errors.signal */
 TEST(signal_with_sa_restart_restarts_the_wait)
 {
 	int dev = DEV_OPEN();
@@ -93,6 +96,7 @@ TEST(signal_with_sa_restart_restarts_the_wait)
 	close(dev);
 }
 
+/* §abi.errors.signal */
 TEST(signal_with_sa_restart_keeps_absolute_deadline)
 {
 	int dev = DEV_OPEN();
@@ -166,21 +170,25 @@ static void race(bool all, bool restart)
 	close(dev);
 }
 
+/* §abi.errors.signal */
 TEST(signal_racing_a_wake_loses_no_acquisition_wait_any)
 {
 	race(false, false);
 }
 
+/* §abi.errors.signal */
 TEST(signal_racing_a_wake_loses_no_acquisition_wait_all)
 {
 	race(true, false);
 }
 
+/* §abi.errors.signal */
 TEST(signal_racing_a_wake_with_sa_restart_always_acquires)
 {
 	race(false, true);
 }
 
+/* §wait.eintr */
 TEST(signal_in_waiter_process_interrupts_wait)
 {
 	int dev = DEV_OPEN();
@@ -200,6 +208,7 @@ TEST(signal_in_waiter_process_interrupts_wait)
 	close(dev);
 }
 
+/* §abi.errors.signal */
 TEST(fatal_signal_ends_waiter_process_cleanly)
 {
 	int dev = DEV_OPEN();

@@ -22,6 +22,7 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
+/* §wait.timeout */
 TEST(past_deadline_times_out_at_once)
 {
 	int dev = DEV_OPEN();
@@ -38,6 +39,7 @@ TEST(past_deadline_times_out_at_once)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(past_deadline_still_acquires_signaled_objects)
 {
 	int dev = DEV_OPEN();
@@ -54,6 +56,7 @@ TEST(past_deadline_still_acquires_signaled_objects)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(realtime_past_deadline_times_out_at_once)
 {
 	int dev = DEV_OPEN();
@@ -68,6 +71,7 @@ TEST(realtime_past_deadline_times_out_at_once)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(monotonic_deadline_expires_not_before_it)
 {
 	int dev = DEV_OPEN();
@@ -83,6 +87,7 @@ TEST(monotonic_deadline_expires_not_before_it)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(realtime_deadline_expires_not_before_it)
 {
 	int dev = DEV_OPEN();
@@ -98,6 +103,7 @@ TEST(realtime_deadline_expires_not_before_it)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(realtime_flag_measures_against_realtime_clock)
 {
 	int dev = DEV_OPEN();
@@ -116,6 +122,7 @@ TEST(realtime_flag_measures_against_realtime_clock)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(monotonic_is_the_default_clock)
 {
 	int dev = DEV_OPEN();
@@ -155,16 +162,19 @@ static void u64_max_wait(bool all, uint32_t flags)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(u64_max_wait_any_sleeps_until_woken)
 {
 	u64_max_wait(false, 0);
 }
 
+/* §wait.timeout */
 TEST(u64_max_wait_all_sleeps_until_woken)
 {
 	u64_max_wait(true, 0);
 }
 
+/* §wait.timeout */
 TEST(u64_max_realtime_wait_sleeps_until_woken)
 {
 	u64_max_wait(false, NTSYNC_WAIT_REALTIME);
@@ -179,6 +189,7 @@ static int shift_realtime(long seconds)
 	return clock_settime(CLOCK_REALTIME, &ts);
 }
 
+/* §wait.timeout */
 TEST(realtime_deadline_follows_clock_settime)
 {
 	int dev, sem, err;
@@ -216,6 +227,7 @@ TEST(realtime_deadline_follows_clock_settime)
 	close(dev);
 }
 
+/* §wait.timeout */
 TEST(monotonic_deadline_ignores_clock_settime)
 {
 	int dev, sem, err;
@@ -404,21 +416,25 @@ static void time_ns_case(uint32_t count, enum ns_case mode, bool check_after)
 	close(dev);
 }
 
+/* §abi.mainline.3 §wait.timens */
 TEST(monotonic_deadline_in_time_namespace_expires)
 {
 	time_ns_case(0, NS_FUTURE, true);
 }
 
+/* §abi.mainline.3 §wait.timens */
 TEST(monotonic_past_deadline_in_time_namespace_is_immediate)
 {
 	time_ns_case(0, NS_PAST, false);
 }
 
+/* §abi.mainline.3 §wait.timens */
 TEST(realtime_deadline_in_time_namespace_is_unaffected)
 {
 	time_ns_case(0, NS_REALTIME, false);
 }
 
+/* §abi.mainline.3 §wait.timens */
 TEST(wait_in_time_namespace_acquires_signaled_object)
 {
 	time_ns_case(1, NS_WOKEN, true);

@@ -10,6 +10,7 @@
 
 #define MAXC NTSYNC_MAX_WAIT_COUNT
 
+/* §wait.index §silent.lowest */
 TEST(wait_any_acquires_lowest_signaled_index)
 {
 	int dev = DEV_OPEN();
@@ -31,6 +32,7 @@ TEST(wait_any_acquires_lowest_signaled_index)
 	close(dev);
 }
 
+/* §wait.any.one */
 TEST(wait_any_acquires_only_one_object)
 {
 	int dev = DEV_OPEN();
@@ -48,6 +50,7 @@ TEST(wait_any_acquires_only_one_object)
 	close(dev);
 }
 
+/* §wait.any.dup §abi.errors.dup */
 TEST(wait_any_same_object_twice_reports_lowest_index)
 {
 	int dev = DEV_OPEN();
@@ -65,6 +68,7 @@ TEST(wait_any_same_object_twice_reports_lowest_index)
 	close(dev);
 }
 
+/* §wait.any.dup §abi.errors.dup */
 TEST(wait_any_same_event_in_objs_and_alert_reports_objs_index)
 {
 	int dev = DEV_OPEN();
@@ -81,6 +85,7 @@ TEST(wait_any_same_event_in_objs_and_alert_reports_objs_index)
 	close(dev);
 }
 
+/* §wait.all.dup §abi.errors.dup */
 TEST(wait_all_duplicate_object_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -97,6 +102,7 @@ TEST(wait_all_duplicate_object_is_einval)
 	close(dev);
 }
 
+/* §wait.all.dup §abi.errors.dup */
 TEST(wait_all_duplicate_through_dup_fd_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -111,6 +117,7 @@ TEST(wait_all_duplicate_through_dup_fd_is_einval)
 	close(dev);
 }
 
+/* §wait.all.dup §abi.errors.dup */
 TEST(wait_all_object_also_as_alert_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -126,6 +133,7 @@ TEST(wait_all_object_also_as_alert_is_einval)
 	close(dev);
 }
 
+/* §wait.count */
 TEST(wait_any_64_objects)
 {
 	int dev = DEV_OPEN();
@@ -142,6 +150,7 @@ TEST(wait_any_64_objects)
 	close(dev);
 }
 
+/* §wait.count §wait.all.index */
 TEST(wait_all_64_objects)
 {
 	int dev = DEV_OPEN();
@@ -158,6 +167,7 @@ TEST(wait_all_64_objects)
 	close(dev);
 }
 
+/* §wait.count */
 TEST(wait_any_64_objects_plus_alert)
 {
 	int dev = DEV_OPEN();
@@ -175,6 +185,7 @@ TEST(wait_any_64_objects_plus_alert)
 	close(dev);
 }
 
+/* §wait.count §abi.mainline.2 */
 TEST(wait_65_objects_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -190,6 +201,7 @@ TEST(wait_65_objects_is_einval)
 	close(dev);
 }
 
+/* §wait.count §abi.mainline.2 */
 TEST(wait_huge_count_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -207,6 +219,7 @@ TEST(wait_huge_count_is_einval)
 	close(dev);
 }
 
+/* §silent.zero */
 TEST(wait_any_zero_objects_times_out)
 {
 	int dev = DEV_OPEN();
@@ -217,6 +230,7 @@ TEST(wait_any_zero_objects_times_out)
 	close(dev);
 }
 
+/* §silent.zero */
 TEST(wait_any_zero_objects_with_alert_returns_index_zero)
 {
 	int dev = DEV_OPEN();
@@ -229,6 +243,7 @@ TEST(wait_any_zero_objects_with_alert_returns_index_zero)
 	close(dev);
 }
 
+/* §silent.zero */
 TEST(wait_all_zero_objects_is_satisfied_at_once)
 {
 	int dev = DEV_OPEN();
@@ -240,6 +255,7 @@ TEST(wait_all_zero_objects_is_satisfied_at_once)
 	close(dev);
 }
 
+/* §wait.index */
 TEST(wait_any_alert_returns_count)
 {
 	int dev = DEV_OPEN();
@@ -257,6 +273,7 @@ TEST(wait_any_alert_returns_count)
 	close(dev);
 }
 
+/* §wait.any.alert */
 TEST(wait_manual_alert_stays_signaled)
 {
 	int dev = DEV_OPEN();
@@ -272,6 +289,7 @@ TEST(wait_manual_alert_stays_signaled)
 	close(dev);
 }
 
+/* §wait.any.alert */
 TEST(wait_any_objects_take_priority_over_alert)
 {
 	int dev = DEV_OPEN();
@@ -286,6 +304,7 @@ TEST(wait_any_objects_take_priority_over_alert)
 	close(dev);
 }
 
+/* §wait.all.alert */
 TEST(wait_all_alert_returns_count_and_acquires_nothing)
 {
 	int dev = DEV_OPEN();
@@ -301,6 +320,7 @@ TEST(wait_all_alert_returns_count_and_acquires_nothing)
 	close(dev);
 }
 
+/* §wait.all.alert */
 TEST(wait_all_objects_take_priority_over_alert)
 {
 	int dev = DEV_OPEN();
@@ -316,6 +336,7 @@ TEST(wait_all_objects_take_priority_over_alert)
 	close(dev);
 }
 
+/* §wait.acquire §wait.all.index */
 TEST(wait_all_every_object_type)
 {
 	int dev = DEV_OPEN();
@@ -339,6 +360,7 @@ TEST(wait_all_every_object_type)
 	close(dev);
 }
 
+/* §wait.all.acquire */
 TEST(wait_all_not_all_signaled_times_out_and_changes_nothing)
 {
 	int dev = DEV_OPEN();
@@ -362,6 +384,7 @@ TEST(wait_all_not_all_signaled_times_out_and_changes_nothing)
 	close(dev);
 }
 
+/* §wait.all.acquire */
 TEST(wait_all_mutex_of_other_owner_blocks_all)
 {
 	int dev = DEV_OPEN();
@@ -374,6 +397,7 @@ TEST(wait_all_mutex_of_other_owner_blocks_all)
 	close(dev);
 }
 
+/* §wait.flags §abi.mainline.2 */
 TEST(wait_unknown_flags_are_einval)
 {
 	int dev = DEV_OPEN();
@@ -399,6 +423,7 @@ static int wait_with_pad(int dev, unsigned long op, int *obj, uint32_t pad)
 	return ioctl(dev, op, &args);
 }
 
+/* §wait.pad §abi.mainline.2 */
 TEST(wait_nonzero_pad_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -412,6 +437,7 @@ TEST(wait_nonzero_pad_is_einval)
 	close(dev);
 }
 
+/* §wait.owner §abi.mainline.2 */
 TEST(wait_owner_zero_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -426,6 +452,7 @@ TEST(wait_owner_zero_is_einval)
 	close(dev);
 }
 
+/* §wait.alert §abi.errors.alert */
 TEST(wait_alert_that_is_not_an_event_is_einval)
 {
 	int dev;
@@ -460,6 +487,7 @@ TEST(wait_alert_that_is_not_an_event_is_einval)
 	close(dev);
 }
 
+/* §wait.index */
 TEST(wait_success_writes_only_index)
 {
 	int dev = DEV_OPEN();
@@ -482,6 +510,7 @@ TEST(wait_success_writes_only_index)
 	close(dev);
 }
 
+/* §obj.mutex §silent.lowest */
 TEST(wait_any_mixed_types_priority_by_index)
 {
 	int dev = DEV_OPEN();
