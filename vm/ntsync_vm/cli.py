@@ -9,13 +9,15 @@ from . import accel as accel_mod
 from . import jobs, qemu, run, suites
 from .util import Failure
 
+BOOT_JOBS = "|".join(j.name for j in jobs.of_kind("initramfs", cli_only=True))
 SUBCOMMANDS = f"""more subcommands (each has --help):
   kbuild [--sparse] [SUITE...]   module/ built with W=1 against each suite's kernel headers, one table
   kroot SUITE                    print the path of SUITE's kernel root (built when missing)
   in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
-  boot [KERNEL] --job {'|'.join(j.name for j in jobs.of_kind("initramfs", cli_only=True))}   a kernel booted with an initramfs job
+  boot [KERNEL] --job {BOOT_JOBS}   a kernel booted with an initramfs job
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
+  repo [--out DIR]               our packages as an apt repository signed by the (test) archive key
   wine --source DIR|TARBALL      a real Wine built against ntsync-uapi-dev in a trixie root, cached
   qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
   suites [--job JOB] [--image]   the suite table's names (JOB: what ./check runs on them)
@@ -95,6 +97,9 @@ def main(argv):
         if sub == "lifecycle":
             from . import lifecycle
             return lifecycle.main(argv[1:])
+        if sub == "repo":
+            from . import repo
+            return repo.main(argv[1:])
         from . import cloud
         return cloud.main(argv, SUBCOMMANDS)
     except ValueError as e:  # NTSYNC_ACCEL=bogus and the like

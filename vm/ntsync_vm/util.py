@@ -94,6 +94,9 @@ HOST_TOOLS = {
     "debugfs": "e2fsprogs",
     "mkfs.vfat": "dosfstools",  # the EFI system partition of a Secure Boot image
     "mcopy": "mtools",
+    "gpg": "gnupg",  # the apt repository's signature (repo.py)
+    "apt-ftparchive": "apt-utils",
+    "dpkg-deb": "dpkg",
 }
 
 
