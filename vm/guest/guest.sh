@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs inside the guest, started by cloud-init's runcmd from the NoCloud seed.
 # The host hands over a tar on the virtio disk with serial "ntsync-in" (this script, job.env,
-# debs/, src/, share/); results go back as a tar written raw to the disk "ntsync-out".
+# repo/ (our packages as a signed apt repository), src/, share/); results go back as a tar written raw to the disk "ntsync-out".
 # Progress goes to the serial console as "##ntsync## ..." lines, which the host watches.
 set -uo pipefail
 
@@ -9,7 +9,7 @@ IN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=/var/tmp/ntsync-out
 # shellcheck source=/dev/null
 . "$IN/job.env"
-: "${JOB:?}" "${DRIVER:=ours}" "${NET:=0}" "${VERSION:?}" "${MODE:=debs}" "${SECURE_BOOT:=}"
+: "${JOB:?}" "${DRIVER:=ours}" "${NET:=0}" "${VERSION:?}" "${MODE:=repo}" "${SECURE_BOOT:=}" "${REPO_SUITE:=trixie}"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -178,11 +178,27 @@ if [ "$NET" = 1 ]; then
 	shown_timed "$OUT/install.log" apt-get install -y "linux-headers-$(uname -r)" dkms gcc make libc6-dev \
 		pkgconf libcmocka0 || fail "installing headers and compiler failed"
 fi
-if [ "$MODE" = debs ]; then
-	cd "$IN/debs" || fail "no debs in the input"
-	say "apt-get install $(echo ./*.deb)"
-	shown_timed "$OUT/install.log" apt-get install -y ./*.deb || fail "apt-get install of our packages failed"
-	cd / || exit 1
+if [ "$MODE" = repo ]; then
+	# As a user gets them (README): the archive keyring package first (from the project's
+	# site: here the repository's pool), the sources entry with Signed-By, apt-get update of
+	# that source alone (the guest has no network for Debian's), apt-get install by name.
+	# A Release or package that does not match the signature is refused by apt right here.
+	kr=$(find "$IN/repo/pool" -name 'ntsync-archive-keyring_*_all.deb' | head -n 1)
+	[ -n "$kr" ] || fail "no ntsync-archive-keyring package in the repository"
+	shown_timed "$OUT/install.log" apt-get install -y "$kr" || fail "installing the archive keyring failed"
+	mkdir -p /var/tmp/ntsync-sources.d
+	printf 'Types: deb\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$IN/repo" "$REPO_SUITE" \
+		/usr/share/keyrings/ntsync-archive-keyring.gpg | tee /etc/apt/sources.list.d/ntsync.sources \
+		>/var/tmp/ntsync-sources.d/ntsync.sources
+	shown_timed "$OUT/install.log" apt-get update -o Dir::Etc::SourceList=/dev/null \
+		-o Dir::Etc::SourceParts=/var/tmp/ntsync-sources.d -o APT::Get::List-Cleanup=0 ||
+		fail "apt-get update of the ntsync repository failed (its signature or hashes?)"
+	mapfile -t pkgs < <(sed -n 's/^Package: //p' "$IN/repo/dists/$REPO_SUITE/main/binary-$(dpkg --print-architecture)/Packages" |
+		grep -v -e '-dbgsym$' -e '^ntsync-archive-keyring$' | sort -u)
+	[ ${#pkgs[@]} -gt 0 ] || fail "the repository lists no packages"
+	say "apt-get install ${pkgs[*]} (from the signed repository, suite $REPO_SUITE)"
+	shown_timed "$OUT/install.log" apt-get install -y "${pkgs[@]}" || fail "apt-get install of our packages failed"
+	rm -rf /var/tmp/ntsync-sources.d
 fi
 
 mark stage driver
@@ -195,8 +211,8 @@ if [ "$SECURE_BOOT" = not-enrolled ]; then
 	finish "$JOB_RC"
 fi
 case $MODE:$DRIVER in
-debs:ours | src:ours)
-	if [ "$MODE" = debs ] && ! kernel_has_in_tree && [ ! -e /sys/module/ntsync ]; then
+repo:ours | src:ours)
+	if [ "$MODE" = repo ] && ! kernel_has_in_tree && [ ! -e /sys/module/ntsync ]; then
 		say "ntsync-dkms installed but the module is not loaded; dkms status:"
 		shown "$OUT/install.log" dkms status
 	fi

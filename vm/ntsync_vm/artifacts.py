@@ -32,7 +32,10 @@ def make_seed(run_dir, hostname, shell_password=False, serial="ntsync-in", scrip
     return seed
 
 
-def make_input(run_dir, job, env, debs, share=None, extra=None):
+def make_input(run_dir, job, env, repo=None, share=None, extra=None):
+    """The job's input tar (run_dir/in.tar): guest.sh, the job's script, job.env, our
+    packages as the signed repository REPO (a folder, repo.build), the module's source,
+    SHARE and EXTRA {name in the input: host path}."""
     tarpath = run_dir / "in.tar"
     env_text = "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in env.items())
     with tarfile.open(tarpath, "w") as tf:
@@ -44,8 +47,8 @@ def make_input(run_dir, job, env, debs, share=None, extra=None):
         tf.add(VM_DIR / "guest/guest.sh", "guest.sh")
         tf.add(VM_DIR / f"guest/jobs/{job}.sh", "job.sh")
         add_text("job.env", env_text)
-        for d in debs or []:
-            tf.add(d, f"debs/{d.name}")
+        if repo:
+            tf.add(repo, "repo")
         # The module source always goes along: without packages the guest builds it, and
         # `bench` falls back to it when the dkms package's copy is missing.
         with tempfile.TemporaryDirectory(prefix="ntsync-src-") as tmp:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from typing import NamedTuple
 
-from . import arches, artifacts, gates, jobs, lock, qemu, static, suites
+from . import arches, artifacts, gates, jobs, lock, qemu, repo, static, suites
 from . import run as run_mod
 from .console import STAGE_TIMEOUTS, SUMMARY, TESTLINE, boot_crash, tail, timeout_for
 from .image import find_image, kernel_cmdline
@@ -402,8 +402,10 @@ def run_guest(req, prep):
     artifacts.prune_runs(runs)
     net = bool(req.image) or req.net
     icount = req.counts_instructions
+    release = suites.SUITES[req.suite].release
     env = {"JOB": job.name, "DRIVER": req.driver, "NET": int(net), "VERSION": repo_version(),
-           "MODE": "debs" if prep.debs else "src", "CMD": req.cmd_string if job.name == "exec" else "",
+           "MODE": "repo" if prep.debs else "src", "REPO_SUITE": release,
+           "CMD": req.cmd_string if job.name == "exec" else "",
            "SECURE_BOOT": sb or "", "SEEDS": req.seeds or "", "BENCH_ARGS": req.bench_args,
            "ICOUNT": int(icount), "CONSOLE": arch.console, "COMPAT": arch.compat or ""}
     seed = artifacts.make_seed(run_dir, f"ntsync-{req.suite}")
@@ -413,8 +415,12 @@ def run_guest(req, prep):
     if "figures" in job.needs and (cache() / "wine" / "winbench.txt").is_file():
         # real Wine's figures, from the last `ntsync-vm wine --bench` (wine.keep_figures)
         extra["wine-figures.txt"] = cache() / "wine" / "winbench.txt"
-    inp = artifacts.make_input(run_dir, job.name, env, prep.debs, share=req.share if "share" in job.needs else None,
+    # Our packages reach the guest as a user gets them: a signed apt repository (repo.py)
+    pkg_repo = repo.build(run_dir / "repo", prep.debs, [release], [arch.name]) if prep.debs else None
+    inp = artifacts.make_input(run_dir, job.name, env, pkg_repo, share=req.share if "share" in job.needs else None,
                                extra=extra)
+    if pkg_repo:
+        shutil.rmtree(pkg_repo)  # (in the input now)
     out_img = run_dir / "out.img"
     overlay = run_dir / "disk.qcow2"
     machine = qemu.Machine(console=console, arch=arch, name=f"ntsync-{run_dir.name}", mem=req.mem, smp=req.vcpus,
