@@ -33,7 +33,7 @@ TEST(create_mutex_owned_with_count)
 	close(dev);
 }
 
-/* §create.mutex §abi.mainline.1 §create.fd */
+/* §create.mutex */
 TEST(create_mutex_owner_without_count_is_einval)
 {
 	int dev = DEV_OPEN();
@@ -44,7 +44,7 @@ TEST(create_mutex_owner_without_count_is_einval)
 	close(dev);
 }
 
-/* §create.mutex §abi.mainline.1 §create.fd */
+/* §create.mutex */
 TEST(create_mutex_count_without_owner_is_einval)
 {
 	int dev = DEV_OPEN();

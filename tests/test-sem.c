@@ -20,7 +20,7 @@ TEST(create_sem_returns_cloexec_fd)
 	close(dev);
 }
 
-/* §create.sem §abi.mainline.1 §create.fd */
+/* §create.sem */
 TEST(create_sem_count_above_max_is_einval)
 {
 	int dev = DEV_OPEN();
