@@ -241,6 +241,18 @@ class CrossHeaders:
                                       f"{kbuild}:{native}={version}"]))
         return out
 
+    def _keep_newer_kbuild(self, deb, version):
+        """The version of the linux-kbuild package of DEB's name already in the root when it is
+        newer than VERSION (then DEB is not extracted), else None (and DEB's version recorded).
+        bookworm's is one package per series (linux-kbuild-6.1): two architectures whose
+        headers differ in version would otherwise overwrite each other's fixdep and modpost."""
+        stamp = self.root / f".{deb.name.split('_')[0]}"
+        have = stamp.read_text().strip() if stamp.exists() else None
+        if have and have != version and _vkey(have) > _vkey(version):
+            return have
+        stamp.write_text(version + "\n")
+        return None
+
     def get(self, arch):
         """(headers folder inside the root, note or "") of ARCH, fetched and extracted when the
         root has none yet."""
@@ -262,7 +274,13 @@ class CrossHeaders:
             except Failure:
                 tried.append(version)
                 continue
+            notes = [f"{version} (newest {', '.join(tried)}: not downloadable here)"] if tried else []
             for deb in debs:
+                if deb.name.startswith("linux-kbuild-"):
+                    kept = self._keep_newer_kbuild(deb, version)
+                    if kept:
+                        notes.append(f"host tools of {kept} (one {deb.name.split('_')[0]} per root)")
+                        continue
                 r = subprocess.run(["dpkg-deb", "-x", str(deb), str(self.root)], capture_output=True, text=True)
                 if r.returncode:
                     raise Failure(f"dpkg-deb -x {deb.name} into {self.root}: {r.stderr.strip()}")
@@ -270,7 +288,7 @@ class CrossHeaders:
             kdir = f"/usr/src/{name}"
             if not (self.root / kdir.lstrip("/") / "Makefile").exists():
                 raise Failure(f"{pkgs[0]} has no {kdir}/Makefile")
-            note = (f"{version} (newest {', '.join(tried)}: not downloadable here)" if tried else "")
+            note = "; ".join(notes)
             stamp.write_text(f"{kdir}\n{note}\n")
             say(f"{arch.name} headers of {self.suite.name}: {' '.join(p.split(':')[0] for p in pkgs)} {version}"
                 + (f"; {note}" if note else ""))
