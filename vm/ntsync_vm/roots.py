@@ -189,6 +189,17 @@ def _depends(stanza):
     return names
 
 
+def extract_deb(deb, root):
+    """DEB's files into ROOT, not installed (dpkg-deb -x as dpkg does it on a merged-/usr
+    system: tar keeps ROOT's /lib -> usr/lib; plain `dpkg-deb -x` would replace that link by
+    a folder holding the headers' lib/modules/KREL/build, and the root's loader is gone)."""
+    r = subprocess.run(["bash", "-o", "pipefail", "-c",
+                        'dpkg-deb --fsys-tarfile "$1" | tar -x --keep-directory-symlink -C "$2"',
+                        "bash", str(deb), str(root)], capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"extracting {Path(deb).name} into {root}: {r.stderr.strip()}")
+
+
 class CrossHeaders:
     """The foreign architectures' kernel headers of one suite, in its cross root: for each, the
     header flavour's meta package (linux-headers-FLAVOUR) leads to the versioned package, its
@@ -281,9 +292,7 @@ class CrossHeaders:
                     if kept:
                         notes.append(f"host tools of {kept} (one {deb.name.split('_')[0]} per root)")
                         continue
-                r = subprocess.run(["dpkg-deb", "-x", str(deb), str(self.root)], capture_output=True, text=True)
-                if r.returncode:
-                    raise Failure(f"dpkg-deb -x {deb.name} into {self.root}: {r.stderr.strip()}")
+                extract_deb(deb, self.root)
             name = pkgs[0].split(":")[0]
             kdir = f"/usr/src/{name}"
             if not (self.root / kdir.lstrip("/") / "Makefile").exists():
