@@ -135,7 +135,7 @@ def main(argv):
             rc = 1
         print(row(krel, arch.name, name, "ok" if ok else "FAILED", len(warnings)), flush=True)
         if note:
-            print(f"    note: headers {note}", flush=True)
+            print(f"    note: {note}", flush=True)
         for line in warnings[:20]:
             print("    " + line, flush=True)
     # --cached-cross: the builds left out, one line each (./check counts them as skipped)

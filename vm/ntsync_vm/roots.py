@@ -16,6 +16,9 @@ from .util import REPO, Failure, Usage, cache, ensure_host_tools, require_root, 
 # Packages of every kernel root: the compiler and tools the cloud kernel's headers need
 # (perl and python3 run kernel-doc, which W=1 builds call), sparse for `make C=2`.
 KROOT_PACKAGES = ["make", "libc6-dev", "binutils", "perl", "python3", "sparse"]
+# And of every cross root: what the native roots get from the header packages' dependencies,
+# which nothing installs there (pahole: the BTF of modules against headers that ship vmlinux).
+XROOT_PACKAGES = ["dwarves"]
 
 
 def max_age_days():
@@ -172,7 +175,8 @@ def xroot(suite):
     gccs = [a.cross_gcc(s.gcc) for a in foreign_arches(s)]
     if not gccs:
         raise Usage(f"suite {s.name} has no architecture besides the host's: no cross root")
-    return cached_root(xroot_dir(s.name), s.release, s.sources, KROOT_PACKAGES + gccs, f"{s.name} cross root")
+    return cached_root(xroot_dir(s.name), s.release, s.sources, KROOT_PACKAGES + XROOT_PACKAGES + gccs,
+                       f"{s.name} cross root")
 
 
 def _vkey(version):
@@ -285,12 +289,12 @@ class CrossHeaders:
             except Failure:
                 tried.append(version)
                 continue
-            notes = [f"{version} (newest {', '.join(tried)}: not downloadable here)"] if tried else []
+            notes = [f"headers {version} (newest {', '.join(tried)}: not downloadable here)"] if tried else []
             for deb in debs:
                 if deb.name.startswith("linux-kbuild-"):
                     kept = self._keep_newer_kbuild(deb, version)
                     if kept:
-                        notes.append(f"host tools of {kept} (one {deb.name.split('_')[0]} per root)")
+                        notes.append(f"fixdep and modpost of {kept} (one {deb.name.split('_')[0]} per root)")
                         continue
                 extract_deb(deb, self.root)
             name = pkgs[0].split(":")[0]
