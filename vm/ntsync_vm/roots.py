@@ -235,24 +235,24 @@ class CrossHeaders:
 
     def candidates(self, arch):
         """[(version, [package=version...])] of ARCH's headers in the suite's series, newest
-        first: the versioned headers, their -common, the host's linux-kbuild."""
+        first: the versioned headers, their -common, the host's linux-kbuild. Every version the
+        indexes list, not only the meta package's (linux-headers-FLAVOUR names the newest two;
+        the archive may lack their files for some architectures while older ones download)."""
         apt, native = self.apt(), native_arch().name
-        flavour = arch.headers_flavour
-        rx = re.compile(rf"^linux-headers-\d\S*-{re.escape(flavour)}$")
+        rx = re.compile(rf"^linux-headers-\d\S*-{re.escape(arch.headers_flavour)}$")
+        names = [n for n in apt.pkgnames(f"linux-headers-{self.suite.series}.") if rx.match(n)]
+        found = {}
+        for st in apt.stanzas(*[f"{n}:{arch.name}" for n in sorted(names)]):
+            if st.get("Architecture") == arch.name:
+                found.setdefault(st.get("Version"), st)
         out = []
-        metas = {st.get("Version"): st for st in apt.stanzas(f"linux-headers-{flavour}:{arch.name}")}
-        for version in self.series_versions(metas):
-            versioned = next((d for d in _depends(metas[version]) if rx.match(d)), None)
-            if not versioned:
-                continue
-            st = next((s for s in apt.stanzas(f"{versioned}:{arch.name}") if s.get("Version") == version), None)
-            if not st:
-                continue
+        for version in self.series_versions(found):
+            st = found[version]
             deps = _depends(st)
             common = next((d for d in deps if re.match(r"^linux-headers-\S+-common$", d)), None)
             kbuild = next((d for d in deps if d.startswith("linux-kbuild-")), None)
             if common and kbuild:
-                out.append((version, [f"{versioned}:{arch.name}={version}", f"{common}={version}",
+                out.append((version, [f"{st['Package']}:{arch.name}={version}", f"{common}={version}",
                                       f"{kbuild}:{native}={version}"]))
         return out
 
@@ -442,10 +442,17 @@ class Apt:
         self._run("download", ["apt-get", *self.opts, "download", *packages])
         return sorted((self.dir / "dl").glob("*.deb"))
 
-    def stanzas(self, package):
-        """Every version the sources offer of PACKAGE (NAME or NAME:ARCH): its control fields
-        as dicts, as `apt-cache show` prints them (a package nobody offers: [])."""
-        r = subprocess.run(["apt-cache", *self.opts, "show", package], capture_output=True, text=True)
+    def pkgnames(self, prefix):
+        """The names of every package the sources offer (any architecture) starting with PREFIX."""
+        r = subprocess.run(["apt-cache", *self.opts, "pkgnames", prefix], capture_output=True, text=True)
+        return sorted(set(r.stdout.split()))
+
+    def stanzas(self, *packages):
+        """Every version the sources offer of PACKAGES (NAME or NAME:ARCH): their control
+        fields as dicts, as `apt-cache show` prints them (packages nobody offers: none)."""
+        if not packages:
+            return []
+        r = subprocess.run(["apt-cache", *self.opts, "show", *packages], capture_output=True, text=True)
         out, cur, key = [], {}, None
         for line in r.stdout.splitlines() + [""]:
             if not line.strip():

@@ -221,21 +221,21 @@ class Kbuild(unittest.TestCase):
         # linux-kbuild; newest first, only the suite's series (trixie-backports: 7.3, not 6.12)
         from ntsync_vm import roots
 
-        def meta(v, name):
-            return {"Version": v, "Depends": f"linux-headers-{name}-s390x (= {v})"}
-
-        def versioned(v, name):
-            return [{"Version": v, "Depends": f"linux-headers-{name}-common (= {v}), linux-kbuild-{name}, "
-                     "gcc-14 | gcc-14-for-host"}]
-        offered = {"linux-headers-s390x:s390x": [meta("6.12.118-1", "6.12.118+deb13"),
-                                                 meta("7.3.4-1~bpo13+1", "7.3.4+deb13"),
-                                                 meta("6.12.117-1", "6.12.117+deb13")],
-                   "linux-headers-6.12.118+deb13-s390x:s390x": versioned("6.12.118-1", "6.12.118+deb13"),
-                   "linux-headers-6.12.117+deb13-s390x:s390x": versioned("6.12.117-1", "6.12.117+deb13")}
+        def versioned(v, name, arch="s390x"):
+            return {"Package": f"linux-headers-{name}-s390x", "Version": v, "Architecture": arch,
+                    "Depends": f"linux-headers-{name}-common (= {v}), linux-kbuild-{name}, gcc-14 | gcc-14-for-host"}
+        offered = {"linux-headers-6.12.118+deb13-s390x:s390x": [versioned("6.12.118-1", "6.12.118+deb13")],
+                   "linux-headers-6.12.107+deb13-s390x:s390x": [versioned("6.12.107-1", "6.12.107+deb13")],
+                   "linux-headers-6.12.117+deb13-s390x:s390x": [versioned("6.12.117-1", "6.12.117+deb13")]}
 
         class FakeApt:
-            def stanzas(self, pkg):
-                return offered.get(pkg, [])
+            def pkgnames(self, prefix):
+                assert prefix == "linux-headers-6.12.", prefix
+                return sorted(n.split(":")[0] for n in offered) + ["linux-headers-6.12.118+deb13-s390x-dbg",
+                                                                   "linux-headers-6.12.118+deb13-common"]
+
+            def stanzas(self, *pkgs):
+                return [st for p in pkgs for st in offered.get(p, [])]
         h = roots.CrossHeaders("trixie", "/nonexistent")
         h._apt = FakeApt()
         native = roots.native_arch().name
@@ -245,7 +245,10 @@ class Kbuild(unittest.TestCase):
                             f"linux-kbuild-6.12.118+deb13:{native}=6.12.118-1"]),
             ("6.12.117-1", ["linux-headers-6.12.117+deb13-s390x:s390x=6.12.117-1",
                             "linux-headers-6.12.117+deb13-common=6.12.117-1",
-                            f"linux-kbuild-6.12.117+deb13:{native}=6.12.117-1"])])
+                            f"linux-kbuild-6.12.117+deb13:{native}=6.12.117-1"]),
+            ("6.12.107-1", ["linux-headers-6.12.107+deb13-s390x:s390x=6.12.107-1",
+                            "linux-headers-6.12.107+deb13-common=6.12.107-1",
+                            f"linux-kbuild-6.12.107+deb13:{native}=6.12.107-1"])])
         self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
             ["6.12.118-1", "7.3.4-1~bpo13+1"]), ["7.3.4-1~bpo13+1"])
 
