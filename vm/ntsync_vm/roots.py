@@ -229,9 +229,15 @@ class CrossHeaders:
         return self._apt
 
     def series_versions(self, versions):
-        """VERSIONS of the suite's kernel series, newest first (trixie-backports: 7.3's, not
-        trixie's 6.12 that the same sources offer)."""
-        return sorted({v for v in versions if v and v.startswith(self.suite.series + ".")}, key=_vkey, reverse=True)
+        """VERSIONS of the suite's kernel series, newest first, then those of older series of
+        the same major version (trixie-backports: 7.3's, then the 7.2 backports it had before,
+        for architectures whose 7.3 files the archive lacks; never trixie's 6.12 that the same
+        sources offer)."""
+        major = self.suite.series.split(".")[0] + "."
+        ours = sorted({v for v in versions if v and v.startswith(self.suite.series + ".")}, key=_vkey, reverse=True)
+        older = sorted({v for v in versions if v and v.startswith(major) and v not in ours
+                        and _vkey(v) < _vkey(self.suite.series)}, key=_vkey, reverse=True)
+        return ours + older
 
     def candidates(self, arch):
         """[(version, [package=version...])] of ARCH's headers in the suite's series, newest
@@ -240,7 +246,7 @@ class CrossHeaders:
         the archive may lack their files for some architectures while older ones download)."""
         apt, native = self.apt(), native_arch().name
         rx = re.compile(rf"^linux-headers-\d\S*-{re.escape(arch.headers_flavour)}$")
-        names = [n for n in apt.pkgnames(f"linux-headers-{self.suite.series}.") if rx.match(n)]
+        names = [n for n in apt.pkgnames(f"linux-headers-{self.suite.series.split('.')[0]}.") if rx.match(n)]
         found = {}
         for st in apt.stanzas(*[f"{n}:{arch.name}" for n in sorted(names)]):
             if st.get("Architecture") == arch.name:

@@ -230,7 +230,7 @@ class Kbuild(unittest.TestCase):
 
         class FakeApt:
             def pkgnames(self, prefix):
-                assert prefix == "linux-headers-6.12.", prefix
+                assert prefix == "linux-headers-6.", prefix
                 return sorted(n.split(":")[0] for n in offered) + ["linux-headers-6.12.118+deb13-s390x-dbg",
                                                                    "linux-headers-6.12.118+deb13-common"]
 
@@ -251,6 +251,12 @@ class Kbuild(unittest.TestCase):
                             f"linux-kbuild-6.12.107+deb13:{native}=6.12.107-1"])])
         self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
             ["6.12.118-1", "7.3.4-1~bpo13+1"]), ["7.3.4-1~bpo13+1"])
+        # the archive lacks 7.3.4's files for some architectures: 7.2's backports come next
+        self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
+            ["7.2.9-1~bpo13+1", "6.12.118-1", "7.3.4-1~bpo13+1", "7.2.12-1~bpo13+1"]),
+            ["7.3.4-1~bpo13+1", "7.2.12-1~bpo13+1", "7.2.9-1~bpo13+1"])
+        self.assertEqual(roots.CrossHeaders("bookworm", "/x").series_versions(["6.1.192-3", "6.12.118-1"]),
+                         ["6.1.192-3"])
 
 
 class JobTable(unittest.TestCase):
