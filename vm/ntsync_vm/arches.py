@@ -51,9 +51,11 @@ class Arch:
     defconfig_extra: tuple      # config targets after defconfig (a guest kernel's needs)
     console: str                # the serial console's device
     console_speed: str          # its console= options (baud rate), "" for none
-    qemu: Qemu
-    boot: str                   # how an image's disk boots by itself: "bios-grub" (MBR, GRUB)
-    grub_platform: str          # GRUB's platform of that boot (usr/lib/grub/PLATFORM)
+    qemu: Qemu                  # None: no QEMU machine runs its kernels (build_only says why)
+    # boot: how an image's disk boots by itself: "bios-grub" (MBR, GRUB), "efi" (GRUB as an EFI
+    # program; image.py writes no such disk yet) or "none" (initramfs boots with -kernel only)
+    boot: str
+    grub_platform: str          # GRUB's platform of that boot (usr/lib/grub/PLATFORM), or None
     grub_packages: tuple        # the image's packages for it
     secure_boot: SecureBoot     # None: no Secure Boot guest for this architecture
     static_cross: str           # meson cross file of the static guest programs
@@ -62,6 +64,10 @@ class Arch:
     word_bits: int
     endian: str                 # "little" | "big"
     ioc_encoding: str           # "generic" (_IOC_WRITE 1, 2 direction bits) | "powerpc" (4, 3 bits)
+    # kbuild_flavour: the headers the W=1 matrix builds against (None: kernel_flavour); cloud-*
+    # flavours exist only on amd64 and arm64
+    kbuild_flavour: str = None
+    build_only: str = None      # why no guest of it boots (then qemu is None): the W=1 matrix only
 
     def kernel_packages(self, pin=""):
         """The suite's kernel and headers for this architecture (PIN: "/trixie-backports")."""
@@ -70,6 +76,17 @@ class Arch:
     def headers_glob(self):
         """The headers folder of this flavour under /usr/src."""
         return f"linux-headers-*-{self.kernel_flavour}"
+
+    @property
+    def headers_flavour(self):
+        """The flavour of the headers the W=1 matrix builds against (linux-headers-FLAVOUR)."""
+        return self.kbuild_flavour or self.kernel_flavour
+
+    @property
+    def cross_compile(self):
+        """CROSS_COMPILE= of a kernel build for this architecture on another (bookworm's
+        header packages leave it to the caller; trixie's and later set it themselves)."""
+        return f"{self.gnu_type}-"
 
     def cross_gcc(self, version):
         """Debian's cross compiler package of gcc VERSION for this architecture."""
@@ -106,6 +123,93 @@ ARCHES = {
             code="usr/share/OVMF/OVMF_CODE_4M.secboot.fd",
             vars="usr/share/OVMF/OVMF_VARS_4M.ms.fd"),
         static_cross="meson/cross/amd64-static.ini", compat="i386", compat_cross="meson/cross/i386-static.ini",
+        word_bits=64, endian="little", ioc_encoding="generic"),
+    # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); those marked
+    # "unverified" no guest of the launcher has booted yet. No static cross file exists for
+    # them yet (meson/cross/, issue 37 part 2): static_cross None until it does. The header
+    # flavours were read from the archive (apt, every suite of suites.py).
+    "arm64": Arch(
+        name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
+        # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
+        # (what boards and laptops run; trixie on also has arm64-16k, not in the matrix yet)
+        kernel_flavour="cloud-arm64", kbuild_flavour="arm64", kernel_image="vmlinuz",
+        kernel_arch="arm64", kernel_build_image="arch/arm64/boot/Image", defconfig_extra=(),
+        console="ttyAMA0", console_speed="115200",
+        # gic-version=max: KVM on a GICv3-only host refuses virt's default GICv2 (unverified here)
+        qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
+                  cpu_bench="cortex-a57"),  # cpu_bench unverified
+        boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),  # unverified
+        secure_boot=None, static_cross=None, compat="armhf", compat_cross=None,
+        word_bits=64, endian="little", ioc_encoding="generic"),
+    "armhf": Arch(
+        name="armhf", uname="armv7l", gnu_type="arm-linux-gnueabihf",
+        kernel_flavour="armmp-lpae", kernel_image="vmlinuz",
+        kernel_arch="arm", kernel_build_image="arch/arm/boot/zImage", defconfig_extra=(),
+        console="ttyAMA0", console_speed="115200",
+        qemu=Qemu(binary="qemu-system-arm", package="qemu-system-arm", machine="virt",
+                  cpu_bench="cortex-a15"),  # cpu_bench unverified
+        boot="efi", grub_platform="arm-efi", grub_packages=("grub-efi-arm-bin",),  # unverified
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=32, endian="little", ioc_encoding="generic"),
+    "armel": Arch(
+        name="armel", uname="armv5tel", gnu_type="arm-linux-gnueabi",
+        kernel_flavour="rpi", kernel_image="vmlinuz",  # bookworm also has marvell, trixie rpi only
+        kernel_arch="arm", kernel_build_image="arch/arm/boot/zImage", defconfig_extra=(),
+        console="ttyAMA0", console_speed="115200",
+        qemu=None, build_only="no QEMU machine runs its flavours (rpi, marvell)",
+        boot="none", grub_platform=None, grub_packages=(),
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=32, endian="little", ioc_encoding="generic"),
+    "i386": Arch(
+        name="i386", uname="i686", gnu_type="i686-linux-gnu",
+        kernel_flavour="686-pae", kernel_image="vmlinuz",
+        kernel_arch="x86", kernel_build_image="arch/x86/boot/bzImage", defconfig_extra=(),
+        console="ttyS0", console_speed="115200",
+        qemu=Qemu(binary="qemu-system-i386", package="qemu-system-x86", machine="q35",
+                  cpu_bench="qemu32"),  # qemu32 has PAE; unverified with 686-pae
+        boot="bios-grub", grub_platform="i386-pc", grub_packages=("grub-pc-bin",),
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=32, endian="little", ioc_encoding="generic"),
+    "ppc64el": Arch(
+        name="ppc64el", uname="ppc64le", gnu_type="powerpc64le-linux-gnu",
+        kernel_flavour="powerpc64le", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_arch="powerpc", kernel_build_image="vmlinux", defconfig_extra=(),
+        console="hvc0", console_speed="",
+        qemu=Qemu(binary="qemu-system-ppc64", package="qemu-system-ppc", machine="pseries",
+                  cpu_tcg="power9", cpu_bench="power9"),  # cpu models unverified
+        boot="none", grub_platform=None, grub_packages=(),
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=64, endian="little", ioc_encoding="powerpc"),
+    "s390x": Arch(
+        name="s390x", uname="s390x", gnu_type="s390x-linux-gnu",
+        kernel_flavour="s390x", kernel_image="vmlinuz",
+        kernel_arch="s390", kernel_build_image="arch/s390/boot/bzImage", defconfig_extra=(),
+        console="ttysclp0", console_speed="",
+        qemu=Qemu(binary="qemu-system-s390x", package="qemu-system-misc", machine="s390-ccw-virtio",
+                  cpu_bench="qemu", virtio="ccw"),  # cpu_bench unverified
+        boot="none", grub_platform=None, grub_packages=(),
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=64, endian="big", ioc_encoding="generic"),
+    "mips64el": Arch(
+        name="mips64el", uname="mips64", gnu_type="mips64el-linux-gnuabi64",
+        # 5kc-malta is the flavour -M malta runs (bookworm also has mips64r2el, loongson-3, octeon)
+        kernel_flavour="5kc-malta", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_arch="mips", kernel_build_image="vmlinux", defconfig_extra=(),
+        console="ttyS0", console_speed="115200",
+        qemu=Qemu(binary="qemu-system-mips64el", package="qemu-system-mips", machine="malta",
+                  cpu_tcg="5KEc", cpu_bench="5KEc"),  # unverified: whether its kernel boots there
+        boot="none", grub_platform=None, grub_packages=(),
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        word_bits=64, endian="little", ioc_encoding="powerpc"),
+    "riscv64": Arch(
+        name="riscv64", uname="riscv64", gnu_type="riscv64-linux-gnu",
+        kernel_flavour="riscv64", kernel_image="vmlinux",
+        kernel_arch="riscv", kernel_build_image="arch/riscv/boot/Image", defconfig_extra=(),
+        console="ttyS0", console_speed="115200",
+        qemu=Qemu(binary="qemu-system-riscv64", package="qemu-system-misc", machine="virt",
+                  cpu_tcg="rv64", cpu_bench="rv64"),  # rv64: bookworm's QEMU 7.2 has no riscv "max"
+        boot="efi", grub_platform="riscv64-efi", grub_packages=("grub-efi-riscv64-bin",),  # unverified
+        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="generic"),
 }
 

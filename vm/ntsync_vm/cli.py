@@ -11,8 +11,9 @@ from .util import Failure
 
 BOOT_JOBS = "|".join(j.name for j in jobs.of_kind("initramfs", cli_only=True))
 SUBCOMMANDS = f"""more subcommands (each has --help):
-  kbuild [--sparse] [SUITE...]   module/ built with W=1 against each suite's kernel headers, one table
-  kroot SUITE                    print the path of SUITE's kernel root (built when missing)
+  kbuild [--sparse] [--arch A] [SUITE...]   module/ built with W=1 against each suite's kernel headers,
+                                 every architecture of the suite (cross-built), one table
+  kroot [--cross] SUITE          print the path of SUITE's kernel (or cross) root (built when missing)
   in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
   boot [KERNEL] --job {BOOT_JOBS}   a kernel booted with an initramfs job
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz

@@ -3,6 +3,7 @@ matrix and the initramfs boots, the debug-kernel build root), with one cache pol
 stale-root cleanup; in_root() runs a command inside a root."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -10,11 +11,14 @@ import time
 from pathlib import Path
 
 from . import arches, suites
-from .util import REPO, Failure, cache, ensure_host_tools, require_root, say, tail_text
+from .util import REPO, Failure, Usage, cache, ensure_host_tools, require_root, say, tail_text
 
 # Packages of every kernel root: the compiler and tools the cloud kernel's headers need
 # (perl and python3 run kernel-doc, which W=1 builds call), sparse for `make C=2`.
 KROOT_PACKAGES = ["make", "libc6-dev", "binutils", "perl", "python3", "sparse"]
+# And of every cross root: what the native roots get from the header packages' dependencies,
+# which nothing installs there (pahole: the BTF of modules against headers that ship vmlinux).
+XROOT_PACKAGES = ["dwarves"]
 
 
 def max_age_days():
@@ -145,6 +149,173 @@ def kroot(suite, arch=None):
                        f"{s.name} kernel root")
 
 
+def native_arch():
+    """The row of the architecture this host runs (its kernel roots are native, the others'
+    are cross roots); the default architecture on a host the table lacks."""
+    return arches.host() or arches.get()
+
+
+def foreign_arches(suite):
+    """The architectures of SUITE (a row of suites.py) that are not the host's, in table order."""
+    native = native_arch()
+    return [arches.get(a) for a in suite.architectures if a != native.name]
+
+
+def xroot_dir(suite):
+    """$NTSYNC_CACHE/kroots/SUITE-cross."""
+    return cache() / "kroots" / f"{suites.resolve(suite, quiet=True)}-cross"
+
+
+def xroot(suite):
+    """The cross root of SUITE: a root of the host's own architecture with make, perl, python3
+    and the cross compilers of the gcc that built the suite's kernels (gcc-N-TRIPLET), one for
+    each of the suite's other architectures; cross_headers() extracts their header packages
+    into it. Built when missing or stale, like every kernel root."""
+    s = suites.get(suite, quiet=True)
+    gccs = [a.cross_gcc(s.gcc) for a in foreign_arches(s)]
+    if not gccs:
+        raise Usage(f"suite {s.name} has no architecture besides the host's: no cross root")
+    return cached_root(xroot_dir(s.name), s.release, s.sources, KROOT_PACKAGES + XROOT_PACKAGES + gccs,
+                       f"{s.name} cross root")
+
+
+def _vkey(version):
+    """A sort key of a Debian version good enough for one kernel series' versions."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", version)]
+
+
+def _depends(stanza):
+    """The package names of a stanza's Depends (alternatives included, versions dropped)."""
+    names = []
+    for part in stanza.get("Depends", "").replace("|", ",").split(","):
+        if part.strip():
+            names.append(part.split()[0].split(":")[0])
+    return names
+
+
+def extract_deb(deb, root):
+    """DEB's files into ROOT, not installed (dpkg-deb -x as dpkg does it on a merged-/usr
+    system: tar keeps ROOT's /lib -> usr/lib; plain `dpkg-deb -x` would replace that link by
+    a folder holding the headers' lib/modules/KREL/build, and the root's loader is gone)."""
+    r = subprocess.run(["bash", "-o", "pipefail", "-c",
+                        'dpkg-deb --fsys-tarfile "$1" | tar -x --keep-directory-symlink -C "$2"',
+                        "bash", str(deb), str(root)], capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"extracting {Path(deb).name} into {root}: {r.stderr.strip()}")
+
+
+class CrossHeaders:
+    """The foreign architectures' kernel headers of one suite, in its cross root: for each, the
+    header flavour's meta package (linux-headers-FLAVOUR) leads to the versioned package, its
+    -common package and the linux-kbuild package of the host (whose fixdep and modpost run
+    here). They are fetched with the project's private apt (Apt, every architecture of the
+    suite) and extracted with dpkg-deb -x into the root, not installed: nothing of the foreign
+    architecture has to be installable on this one. The newest version of the suite's kernel
+    series whose three packages all download is taken (the archive answers 404 for some
+    architectures' newest files); which one, and why not the newest, is said. A stamp per
+    architecture (ROOT/.headers-ARCH) keeps what was extracted while the root lives."""
+
+    def __init__(self, suite, root):
+        self.suite = suites.get(suite, quiet=True)
+        self.root = Path(root)
+        self._apt = None
+
+    def apt(self):
+        if self._apt is None:
+            native = native_arch().name
+            say(f"reading the {self.suite.name} archive for {', '.join(a.name for a in foreign_arches(self.suite))}")
+            self._apt = Apt(self.root.parent / f"{self.root.name}.apt", self.suite.sources,
+                            architectures=[native] + [a.name for a in foreign_arches(self.suite)])
+        return self._apt
+
+    def series_versions(self, versions):
+        """VERSIONS of the suite's kernel series, newest first, then those of older series of
+        the same major version (trixie-backports: 7.3's, then the 7.2 backports it had before,
+        for architectures whose 7.3 files the archive lacks; never trixie's 6.12 that the same
+        sources offer)."""
+        major = self.suite.series.split(".")[0] + "."
+        ours = sorted({v for v in versions if v and v.startswith(self.suite.series + ".")}, key=_vkey, reverse=True)
+        older = sorted({v for v in versions if v and v.startswith(major) and v not in ours
+                        and _vkey(v) < _vkey(self.suite.series)}, key=_vkey, reverse=True)
+        return ours + older
+
+    def candidates(self, arch):
+        """[(version, [package=version...])] of ARCH's headers in the suite's series, newest
+        first: the versioned headers, their -common, the host's linux-kbuild. Every version the
+        indexes list, not only the meta package's (linux-headers-FLAVOUR names the newest two;
+        the archive may lack their files for some architectures while older ones download)."""
+        apt, native = self.apt(), native_arch().name
+        rx = re.compile(rf"^linux-headers-\d\S*-{re.escape(arch.headers_flavour)}$")
+        names = [n for n in apt.pkgnames(f"linux-headers-{self.suite.series.split('.')[0]}.") if rx.match(n)]
+        found = {}
+        for st in apt.stanzas(*[f"{n}:{arch.name}" for n in sorted(names)]):
+            if st.get("Architecture") == arch.name:
+                found.setdefault(st.get("Version"), st)
+        out = []
+        for version in self.series_versions(found):
+            st = found[version]
+            deps = _depends(st)
+            common = next((d for d in deps if re.match(r"^linux-headers-\S+-common$", d)), None)
+            kbuild = next((d for d in deps if d.startswith("linux-kbuild-")), None)
+            if common and kbuild:
+                out.append((version, [f"{st['Package']}:{arch.name}={version}", f"{common}={version}",
+                                      f"{kbuild}:{native}={version}"]))
+        return out
+
+    def _keep_newer_kbuild(self, deb, version):
+        """The version of the linux-kbuild package of DEB's name already in the root when it is
+        newer than VERSION (then DEB is not extracted), else None (and DEB's version recorded).
+        bookworm's is one package per series (linux-kbuild-6.1): two architectures whose
+        headers differ in version would otherwise overwrite each other's fixdep and modpost."""
+        stamp = self.root / f".{deb.name.split('_')[0]}"
+        have = stamp.read_text().strip() if stamp.exists() else None
+        if have and have != version and _vkey(have) > _vkey(version):
+            return have
+        stamp.write_text(version + "\n")
+        return None
+
+    def get(self, arch):
+        """(headers folder inside the root, note or "") of ARCH, fetched and extracted when the
+        root has none yet."""
+        stamp = self.root / f".headers-{arch.name}"
+        if stamp.exists():
+            kdir, _, note = stamp.read_text().partition("\n")
+            return kdir, note.strip()
+        cands = self.candidates(arch)
+        if not cands:
+            raise Failure(f"the {self.suite.name} archive has no linux-headers-{arch.headers_flavour} of "
+                          f"{self.suite.series} for {arch.name}")
+        tried = []
+        for version, pkgs in cands:
+            dl = self.apt().dir / "dl"
+            for f in dl.glob("*.deb"):
+                f.unlink()
+            try:
+                debs = self.apt().download(pkgs)
+            except Failure:
+                tried.append(version)
+                continue
+            notes = [f"headers {version} (newest {', '.join(tried)}: not downloadable here)"] if tried else []
+            for deb in debs:
+                if deb.name.startswith("linux-kbuild-"):
+                    kept = self._keep_newer_kbuild(deb, version)
+                    if kept:
+                        notes.append(f"fixdep and modpost of {kept} (one {deb.name.split('_')[0]} per root)")
+                        continue
+                extract_deb(deb, self.root)
+            name = pkgs[0].split(":")[0]
+            kdir = f"/usr/src/{name}"
+            if not (self.root / kdir.lstrip("/") / "Makefile").exists():
+                raise Failure(f"{pkgs[0]} has no {kdir}/Makefile")
+            note = "; ".join(notes)
+            stamp.write_text(f"{kdir}\n{note}\n")
+            say(f"{arch.name} headers of {self.suite.name}: {' '.join(p.split(':')[0] for p in pkgs)} {version}"
+                + (f"; {note}" if note else ""))
+            return kdir, note
+        raise Failure(f"no version of linux-headers-{arch.headers_flavour} ({arch.name}, {self.suite.name}) "
+                      f"downloads: tried {', '.join(tried)}; see {self.apt().dir}/download.log")
+
+
 def cached_root(root, release, sources, packages, what):
     """A root of PACKAGES from RELEASE kept in ROOT (stamp ROOT/.complete, log in
     ROOT/../logs/NAME-root.log), built when missing or stale under the one cache policy;
@@ -229,7 +400,7 @@ class Apt:
     are fetched (linux-source-7.3 for the upstream job, bookworm's kernel for the 6.1 Wine
     guest). SOURCES: sources.list lines, signed by Debian's archive keyring."""
 
-    def __init__(self, dir, sources):
+    def __init__(self, dir, sources, architectures=()):
         keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
         if not keyring.exists():
             raise Failure(f"{keyring} is missing; install debian-archive-keyring", 2)
@@ -244,6 +415,11 @@ class Apt:
                      "-o", "Dir::Etc::SourceParts=/dev/null", "-o", f"Dir::State::Lists={self.dir}/lists",
                      "-o", f"Dir::State::status={self.dir}/status",
                      "-o", f"Dir::Cache={self.dir}/cache", "-o", "Acquire::Check-Valid-Until=false"]
+        if architectures:
+            # the first is the native one (the host's: its linux-kbuild runs here), the others
+            # foreign: `apt-get download NAME:ARCH` fetches their packages, nothing installs them
+            self.opts += ["-o", f"APT::Architecture={architectures[0]}",
+                          "-o", f"APT::Architectures={','.join(architectures)}"]
         self._run("update", ["apt-get", *self.opts, "update"])
 
     def _run(self, what, cmd, **kw):
@@ -271,6 +447,30 @@ class Apt:
         """PACKAGES' .debs in DIR/dl."""
         self._run("download", ["apt-get", *self.opts, "download", *packages])
         return sorted((self.dir / "dl").glob("*.deb"))
+
+    def pkgnames(self, prefix):
+        """The names of every package the sources offer (any architecture) starting with PREFIX."""
+        r = subprocess.run(["apt-cache", *self.opts, "pkgnames", prefix], capture_output=True, text=True)
+        return sorted(set(r.stdout.split()))
+
+    def stanzas(self, *packages):
+        """Every version the sources offer of PACKAGES (NAME or NAME:ARCH): their control
+        fields as dicts, as `apt-cache show` prints them (packages nobody offers: none)."""
+        if not packages:
+            return []
+        r = subprocess.run(["apt-cache", *self.opts, "show", *packages], capture_output=True, text=True)
+        out, cur, key = [], {}, None
+        for line in r.stdout.splitlines() + [""]:
+            if not line.strip():
+                if cur:
+                    out.append(cur)
+                cur, key = {}, None
+            elif line[0] in " \t" and key:
+                cur[key] += "\n" + line.strip()
+            else:
+                key, _, value = line.partition(":")
+                cur[key] = value.strip()
+        return out
 
     def has(self, package):
         """Whether the sources offer PACKAGE, as a package or as what one provides (trixie's

@@ -101,13 +101,25 @@ class Suite:
         return self.series + (f" ({self.pin.lstrip('/')})" if self.pin else "")
 
 
+# The architectures of each suite are the ones whose kernel headers the archive has (apt,
+# every Packages index of the suite); gcc is the one the kernel was built with: the header
+# package's dependency (gcc-N, gcc-N-for-host, linux-compiler-gcc-N-*) and its .config's
+# CONFIG_CC_VERSION_TEXT agree on every architecture.
 SUITES = {s.name: s for s in (
-    Suite("bookworm", "bookworm", "6.1", _sources("bookworm"), gcc=12, check=("smoke", "test", "wine-gate")),
+    Suite("bookworm", "bookworm", "6.1", _sources("bookworm"), gcc=12,
+          architectures=("amd64", "arm64", "armhf", "armel", "i386", "ppc64el", "s390x", "mips64el"),
+          check=("smoke", "test", "wine-gate")),
     Suite("trixie", "trixie", "6.12", _sources("trixie"), gcc=14,
+          architectures=("amd64", "arm64", "armhf", "armel", "ppc64el", "riscv64", "s390x"),
           check=("smoke", "test", "secure-boot", "wine-gate")),
-    Suite("sid", "sid", "7.2", (f"deb {MIRROR} sid main",), gcc=15, aliases=("unstable",), image=False),
+    # sid has no armel (the port left unstable) and no i386 kernel; 7.2 is built with gcc-16
+    Suite("sid", "sid", "7.2", (f"deb {MIRROR} sid main",), gcc=16,
+          architectures=("amd64", "arm64", "armhf", "ppc64el", "riscv64", "s390x"),
+          aliases=("unstable",), image=False),
     # linux-base must come from backports too, or apt cannot install the 7.x kernel.
+    # trixie-backports has no 7.x kernel for armel.
     Suite("trixie-backports", "trixie", "7.3", _sources("trixie", f"deb {MIRROR} trixie-backports main"), gcc=14,
+          architectures=("amd64", "arm64", "armhf", "ppc64el", "riscv64", "s390x"),
           pin="/trixie-backports", pinned_too=("linux-base/trixie-backports",), aliases=("trixie-7x",)),
 )}
 

@@ -104,7 +104,7 @@ def ensure_host_tools(names):
     """Install with apt-get the packages of the host programs NAMES that are missing (a QEMU
     binary: the package the architecture table names for it)."""
     from . import arches
-    known = dict(HOST_TOOLS, **{a.qemu.binary: a.qemu.package for a in arches.ARCHES.values()})
+    known = dict(HOST_TOOLS, **{a.qemu.binary: a.qemu.package for a in arches.ARCHES.values() if a.qemu})
     missing = sorted({known[n] for n in names if shutil.which(n) is None})
     # mmdebstrap needs the archive keyring to verify trixie/bookworm.
     if "mmdebstrap" in names and not Path("/usr/share/keyrings/debian-archive-keyring.gpg").exists():

@@ -70,6 +70,13 @@ class ArchTable(unittest.TestCase):
 
     def test_every_row_has_recorded_command_lines(self):
         for name, arch in arches.ARCHES.items():
+            f = HERE / "test_data" / "argv" / f"{name}.txt"
+            if arch.qemu is None:
+                # a build-only row (the W=1 matrix alone) says why, and has no command lines
+                self.assertTrue(arch.build_only, name)
+                self.assertFalse(f.exists(), f"{name} boots no guest: {f} should not exist")
+                continue
+            self.assertTrue(f.is_file(), f"{name}: record its command lines (test_tables.py --record {name})")
             want = recorded(name)
             got = {f"{case} {accel}": qemu.argv(m, accel) for case, m in machines(arch).items()
                    for accel in ("tcg", "kvm")}
@@ -83,12 +90,21 @@ class ArchTable(unittest.TestCase):
             self.assertIn(a.endian, ("little", "big"), name)
             self.assertIn(a.word_bits, (32, 64), name)
             self.assertIn(a.ioc_encoding, ("generic", "powerpc"), name)
-            self.assertIn(a.boot, ("bios-grub", "efi"), name)
+            self.assertIn(a.boot, ("bios-grub", "efi", "none"), name)
+            self.assertEqual(a.boot == "none", a.grub_platform is None, name)
             for f in (a.static_cross, a.compat_cross):
                 if f:
                     self.assertTrue((REPO / f).is_file(), f"{name}: {f}")
-            self.assertEqual(bool(a.compat), bool(a.compat_cross), name)
+            # a compat ABI's static programs exist once the architecture's own do
+            if a.static_cross:
+                self.assertEqual(bool(a.compat), bool(a.compat_cross), name)
+            self.assertFalse(a.compat_cross and not a.compat, name)
+            if a.compat:
+                self.assertIn(a.compat, arches.ARCHES, name)
+                self.assertEqual(arches.get(a.compat).word_bits, 32, name)
             self.assertEqual(arches.static_names(a)[0], name)
+            self.assertEqual(a.qemu is None, bool(a.build_only), name)
+            self.assertTrue(a.headers_flavour, name)
         self.assertIn(arches.DEFAULT, arches.ARCHES)
         amd64 = arches.get("amd64")
         self.assertEqual(amd64.kernel_packages("/trixie-backports"),
@@ -98,11 +114,149 @@ class ArchTable(unittest.TestCase):
             arches.get("vax")
 
     def test_nothing_else_names_an_architecture(self):
-        # the issue's grep: only the table (and the Wine build, whose PE side is x86-64) names one
-        hits = subprocess.run(["grep", "-rnE", r"x86_64|amd64|ttyS0|cloud-amd64", str(PKG)],
+        # the issue's grep: only the table (and the Wine build, whose PE side is x86-64) names one;
+        # a suite row says which architectures it has, by name; cloud.py's --no-i386 option is
+        # older than the table
+        hits = subprocess.run(["grep", "-rnE", r"x86_64|amd64|ttyS0|cloud-amd64|aarch64|arm64|armhf|armel|"
+                               r"ppc64|powerpc|s390|riscv|mips|ttyAMA0|hvc0|ttysclp0|gnueabi", str(PKG)],
                               capture_output=True, text=True).stdout.splitlines()
-        hits = [h for h in hits if "/arches.py:" not in h and "/wine.py:" not in h and "__pycache__" not in h]
+        hits = [h for h in hits if "/arches.py:" not in h and "/wine.py:" not in h and "__pycache__" not in h
+                and not re.search(r"/suites\.py:\d+: +(architectures=|# )", h)]
         self.assertEqual(hits, [])
+
+    def test_the_issue_37_facts(self):
+        # issue 37: the other ioctl encoding, big-endian, the compat ABIs, the consoles
+        enc = {n: a.ioc_encoding for n, a in arches.ARCHES.items()}
+        self.assertEqual(sorted(n for n, e in enc.items() if e == "powerpc"), ["mips64el", "ppc64el"])
+        self.assertEqual([n for n, a in arches.ARCHES.items() if a.endian == "big"], ["s390x"])
+        self.assertEqual({n: a.compat for n, a in arches.ARCHES.items() if a.compat},
+                         {"amd64": "i386", "arm64": "armhf"})
+        self.assertEqual(arches.get("s390x").qemu.virtio, "ccw")
+        self.assertEqual(arches.get("s390x").device("virtio-blk"), "virtio-blk-ccw")
+        self.assertEqual({n: a.console for n, a in arches.ARCHES.items() if a.qemu},
+                         {"amd64": "ttyS0", "arm64": "ttyAMA0", "armhf": "ttyAMA0", "i386": "ttyS0",
+                          "ppc64el": "hvc0", "s390x": "ttysclp0", "mips64el": "ttyS0", "riscv64": "ttyS0"})
+        self.assertEqual([n for n, a in arches.ARCHES.items() if a.build_only], ["armel"])
+
+    def test_cross_compilers(self):
+        # Debian's cross compiler packages: gcc-N-TRIPLET, the triplet's _ as -
+        want = {"amd64": "gcc-14-x86-64-linux-gnu", "arm64": "gcc-14-aarch64-linux-gnu",
+                "armhf": "gcc-14-arm-linux-gnueabihf", "armel": "gcc-14-arm-linux-gnueabi",
+                "i386": "gcc-14-i686-linux-gnu", "ppc64el": "gcc-14-powerpc64le-linux-gnu",
+                "s390x": "gcc-14-s390x-linux-gnu", "mips64el": "gcc-14-mips64el-linux-gnuabi64",
+                "riscv64": "gcc-14-riscv64-linux-gnu"}
+        self.assertEqual({n: a.cross_gcc(14) for n, a in arches.ARCHES.items()}, want)
+        self.assertEqual(arches.get("arm64").cross_compile, "aarch64-linux-gnu-")
+        self.assertEqual(arches.get("arm64").cross_gcc(12), "gcc-12-aarch64-linux-gnu")
+
+
+class SuiteArchitectures(unittest.TestCase):
+    def test_every_suites_architectures_are_rows(self):
+        for name, s in suites.SUITES.items():
+            self.assertTrue(s.architectures, name)
+            self.assertEqual(s.architectures[0], arches.DEFAULT, name)
+            self.assertEqual(len(set(s.architectures)), len(s.architectures), name)
+            for a in s.architectures:
+                self.assertIn(a, arches.ARCHES, f"suite {name}: architecture {a} has no row in arches.py")
+            self.assertIn(s.gcc, range(10, 30), name)
+
+    def test_the_release_architectures(self):
+        # issue 37: every release architecture of bookworm and trixie; sid and trixie-backports
+        # have what the archive has (no armel, no i386 kernel), arm64 at least
+        self.assertEqual(set(suites.SUITES["bookworm"].architectures),
+                         {"amd64", "arm64", "armhf", "armel", "i386", "ppc64el", "s390x", "mips64el"})
+        self.assertEqual(set(suites.SUITES["trixie"].architectures),
+                         {"amd64", "arm64", "armhf", "armel", "ppc64el", "riscv64", "s390x"})
+        for name in ("sid", "trixie-backports"):
+            self.assertLessEqual({"amd64", "arm64"}, set(suites.SUITES[name].architectures), name)
+        self.assertEqual({n: s.gcc for n, s in suites.SUITES.items()},
+                         {"bookworm": 12, "trixie": 14, "sid": 16, "trixie-backports": 14})
+
+    def test_cross_root_packages(self):
+        # a cross root has the host's tools and one cross compiler of the suite's gcc per other
+        # architecture of the suite (what roots.xroot asks mmdebstrap for)
+        from ntsync_vm import roots
+        native = roots.native_arch()
+        for name, s in suites.SUITES.items():
+            foreign = roots.foreign_arches(s)
+            self.assertNotIn(native, foreign)
+            self.assertEqual(len(foreign), len(s.architectures) - (native.name in s.architectures))
+            for a in foreign:
+                self.assertRegex(a.cross_gcc(s.gcc), rf"^gcc-{s.gcc}-[a-z0-9-]+-linux-gnu[a-z0-9]*$")
+        self.assertEqual(roots.xroot_dir("trixie-7x").name, "trixie-backports-cross")
+
+
+class Kbuild(unittest.TestCase):
+    def test_plan_is_every_suite_and_architecture(self):
+        from ntsync_vm import kbuild
+        everything = kbuild.plan(suites.names(), set())
+        self.assertEqual(len(everything), sum(len(s.architectures) for s in suites.SUITES.values()))
+        self.assertEqual({(n, a.name) for n, a in everything},
+                         {(n, a) for n, s in suites.SUITES.items() for a in s.architectures})
+        self.assertEqual([(n, a.name) for n, a in kbuild.plan(suites.names(), {"riscv64"})],
+                         [("trixie", "riscv64"), ("sid", "riscv64"), ("trixie-backports", "riscv64")])
+        self.assertEqual(kbuild.plan(["bookworm"], {"riscv64"}), [])
+
+    def test_rows_are_what_check_counts(self):
+        # ./check: rows start with the kernel release; a clean one ends ' ok +0'
+        from ntsync_vm import kbuild
+        clean = kbuild.row("7.3.4+deb13-powerpc64le-64k", "ppc64el", "trixie-backports", "ok", 0)
+        self.assertRegex(clean, r"^[0-9].* ok +0$")
+        self.assertNotRegex(kbuild.row("6.12-?-s390x", "s390x", "trixie", "FAILED", "-"), r" ok +0$")
+        self.assertRegex(kbuild.row("6.12-?-s390x", "s390x", "trixie", "FAILED", "-"), r"^[0-9]")
+        self.assertNotRegex(kbuild.row("kernel", "arch", "target", "result", "warnings"), r"^[0-9]")
+
+    def test_the_kernels_gcc_is_the_suite_rows(self):
+        from ntsync_vm import kbuild
+        with tempfile.TemporaryDirectory() as t:
+            k = Path(t, "usr/src/linux-headers-6.12.118+deb13-arm64")
+            k.mkdir(parents=True)
+            (k / ".config").write_text('CONFIG_CC_VERSION_TEXT="aarch64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0"\n')
+            kdir = "/usr/src/linux-headers-6.12.118+deb13-arm64"
+            self.assertIsNone(kbuild.compiler_problem(t, kdir, suites.SUITES["trixie"]))
+            self.assertIn("the suite table says gcc-16", kbuild.compiler_problem(t, kdir, suites.SUITES["sid"]))
+
+    def test_header_candidates_from_the_archive(self):
+        # the meta package leads to the versioned headers, their -common and the host's
+        # linux-kbuild; newest first, only the suite's series (trixie-backports: 7.3, not 6.12)
+        from ntsync_vm import roots
+
+        def versioned(v, name, arch="s390x"):
+            return {"Package": f"linux-headers-{name}-s390x", "Version": v, "Architecture": arch,
+                    "Depends": f"linux-headers-{name}-common (= {v}), linux-kbuild-{name}, gcc-14 | gcc-14-for-host"}
+        offered = {"linux-headers-6.12.118+deb13-s390x:s390x": [versioned("6.12.118-1", "6.12.118+deb13")],
+                   "linux-headers-6.12.107+deb13-s390x:s390x": [versioned("6.12.107-1", "6.12.107+deb13")],
+                   "linux-headers-6.12.117+deb13-s390x:s390x": [versioned("6.12.117-1", "6.12.117+deb13")]}
+
+        class FakeApt:
+            def pkgnames(self, prefix):
+                assert prefix == "linux-headers-6.", prefix
+                return sorted(n.split(":")[0] for n in offered) + ["linux-headers-6.12.118+deb13-s390x-dbg",
+                                                                   "linux-headers-6.12.118+deb13-common"]
+
+            def stanzas(self, *pkgs):
+                return [st for p in pkgs for st in offered.get(p, [])]
+        h = roots.CrossHeaders("trixie", "/nonexistent")
+        h._apt = FakeApt()
+        native = roots.native_arch().name
+        self.assertEqual(h.candidates(arches.get("s390x")), [
+            ("6.12.118-1", ["linux-headers-6.12.118+deb13-s390x:s390x=6.12.118-1",
+                            "linux-headers-6.12.118+deb13-common=6.12.118-1",
+                            f"linux-kbuild-6.12.118+deb13:{native}=6.12.118-1"]),
+            ("6.12.117-1", ["linux-headers-6.12.117+deb13-s390x:s390x=6.12.117-1",
+                            "linux-headers-6.12.117+deb13-common=6.12.117-1",
+                            f"linux-kbuild-6.12.117+deb13:{native}=6.12.117-1"]),
+            ("6.12.107-1", ["linux-headers-6.12.107+deb13-s390x:s390x=6.12.107-1",
+                            "linux-headers-6.12.107+deb13-common=6.12.107-1",
+                            f"linux-kbuild-6.12.107+deb13:{native}=6.12.107-1"])])
+        self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
+            ["6.12.118-1", "7.3.4-1~bpo13+1"]), ["7.3.4-1~bpo13+1"])
+        # the archive lacks 7.3.4's files for some architectures: 7.2's backports come next
+        self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
+            ["7.2.9-1~bpo13+1", "6.12.118-1", "7.3.4-1~bpo13+1", "7.2.12-1~bpo13+1"]),
+            ["7.3.4-1~bpo13+1", "7.2.12-1~bpo13+1", "7.2.9-1~bpo13+1"])
+        self.assertEqual(roots.CrossHeaders("bookworm", "/x").series_versions(["6.1.192-3", "6.12.118-1"]),
+                         ["6.1.192-3"])
 
 
 class JobTable(unittest.TestCase):
