@@ -233,3 +233,29 @@ def host():
 def static_names(arch):
     """The static program sets a guest of ARCH runs: its own and its compat ABI's."""
     return [arch.name] + ([arch.compat] if arch.compat else [])
+
+
+def why_no_guests(arch):
+    """Why the launcher cannot boot a guest of ARCH yet, or None when it can: a QEMU machine
+    and the static guest programs (a meson cross file) are what every guest needs."""
+    if arch.qemu is None:
+        return f"{arch.name} is build-only: {arch.build_only}; kbuild builds for it"
+    if not arch.static_cross:
+        return (f"no static guest programs for {arch.name} yet (its row has no meson cross file); "
+                "kbuild builds for it")
+    return None
+
+
+def guest_names():
+    """The architectures guests can be booted for: the --arch choices of the guest commands."""
+    return [n for n, a in ARCHES.items() if why_no_guests(a) is None]
+
+
+def for_guests(name):
+    """The row of NAME, when guests of it can boot (Usage naming why not, otherwise)."""
+    from .util import Usage
+    arch = get(name)
+    why = why_no_guests(arch)
+    if why:
+        raise Usage(f"--arch {name}: {why}; guests boot for {', '.join(guest_names())}")
+    return arch

@@ -112,6 +112,12 @@ class ArchTable(unittest.TestCase):
         self.assertEqual(amd64.cross_gcc(14), "gcc-14-x86-64-linux-gnu")
         with self.assertRaisesRegex(Usage, "unknown architecture 'vax'"):
             arches.get("vax")
+        # guests boot only where a QEMU machine and the static programs exist; the rest build
+        self.assertIn(arches.DEFAULT, arches.guest_names())
+        for name, a in arches.ARCHES.items():
+            if name not in arches.guest_names():
+                with self.assertRaisesRegex(Usage, f"--arch {name}: .*kbuild builds for it"):
+                    arches.for_guests(name)
 
     def test_nothing_else_names_an_architecture(self):
         # the grep: only the table (and the Wine build, whose PE side is x86-64) names one;
