@@ -351,6 +351,19 @@ def build_winbench(root, dest):
     (dest / WINBENCH_STAMP).write_text(winbench_hash() + "\n")
 
 
+def compile_command(root, f, uapi):
+    """The build's own command line that compiles backend file F (make -n), which carries
+    ntsync-uapi's flags UAPI literally (Wine's Makefile writes configure's CPPFLAGS into each
+    rule, so `make CPPFLAGS=` cannot take them out)."""
+    obj = f[:-2] + ".o"
+    # make -n prints Wine's long command lines continued with backslashes: join them.
+    cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | sed -e :a -e '/\\\\$/N; "
+                       f"s/\\\\\\n//; ta' | grep -F -- '-o {obj}' | tail -n 1")
+    if f"-o {obj}" not in cmd or uapi not in cmd:
+        raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
+    return cmd
+
+
 def prove_backend(root, tree):
     """Facts: the backend is compiled in; the same files without our flags give stubs."""
     facts = []
@@ -366,11 +379,7 @@ def prove_backend(root, tree):
         raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
     for f in BACKEND:
         obj = f[:-2] + ".o"
-        # make -n prints Wine's long command lines continued with backslashes: join them.
-        cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | sed -e :a -e '/\\\\$/N; "
-                           f"s/\\\\\\n//; ta' | grep -F -- '-o {obj}' | tail -n 1")
-        if f"-o {obj}" not in cmd or uapi not in cmd:
-            raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
+        cmd = compile_command(root, f, uapi)
         counts = {}
         for label, flags in (("with", uapi), ("without", "")):
             one = cmd.replace(f"-o {obj}", f"-S -o /tmp/{label}.s").replace(uapi, flags)
@@ -391,9 +400,9 @@ NTDLL = "lib/wine/x86_64-unix/ntdll.so"
 
 def build_stub(out):
     """OUT/stub.tar: the stub build of OUT's Wine, from the build tree kept in the build root.
-    The two backend objects are compiled again with the configure line's CPPFLAGS left out
-    (so <linux/ntsync.h> is trixie's own, without NTSYNC_IOC_EVENT_READ), wineserver and
-    ntdll.so linked again and kept; then the objects are compiled again with the flags, so the
+    The two backend objects are compiled again by their own command lines with ntsync-uapi's
+    flags taken out (so <linux/ntsync.h> is trixie's own, without NTSYNC_IOC_EVENT_READ: what
+    configure without our header gives), wineserver and ntdll.so linked again and kept; then the objects are compiled again with the flags, so the
     tree stays the real build's (for --patch). About two minutes."""
     if (out / STUB).is_file():
         return out / STUB
@@ -410,8 +419,12 @@ def build_stub(out):
     say("the stub build: server/ and dlls/ntdll/'s backend files compiled without our flags, "
         "wineserver and ntdll.so linked again (incremental)")
     roots.safe_rm(root / "build/stub")
+    uapi = out_of(root, "pkg-config --cflags ntsync-uapi")
+    if not uapi:
+        raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
+    stubs = " && ".join(compile_command(root, f, uapi).replace(uapi, "") for f in BACKEND)
     try:
-        sh(root, f"cd /build/wine && rm -f {objs} && make {bins} CPPFLAGS= >/build/stub-make.log 2>&1 && "
+        sh(root, f"cd /build/wine && rm -f {objs} && {stubs} && make {bins} >/build/stub-make.log 2>&1 && "
                  f"install -D -m 755 server/wineserver /build/stub/bin/wineserver && "
                  f"install -D -m 755 dlls/ntdll/ntdll.so /build/stub/{NTDLL} && "
                  f"strip --strip-debug /build/stub/bin/wineserver /build/stub/{NTDLL}", logf, "the stub build")
