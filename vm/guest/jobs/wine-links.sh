@@ -51,9 +51,10 @@ stop_wine() {	# every wineserver of the prefix (real or stub, in a sandbox or no
 }
 
 # hold CASE WRAP...: start ntsync-winbench --hold under WRAP (a Wine, maybe inside a
-# sandbox), wait until it holds its objects, and print the Windows process's pid.
+# sandbox), wait until it holds its objects; HELD is the Windows process's pid ("" if none).
+HELD=
 hold() {
-	local cfg=$1 i pid
+	local cfg=$1 i
 	shift
 	"$@" "$PROG" --hold >"$L/$cfg-hold.log" 2>&1 &
 	echo $! >"$L/$cfg.holder"
@@ -62,9 +63,8 @@ hold() {
 		sleep 1
 	done
 	[ "$i" -lt 300 ] || say "wine-links ($cfg): ntsync-winbench --hold did not start in 300 s"
-	pid=$(pgrep -x ntsync-winbench | head -n 1)
-	[ -n "$pid" ] || pid=$(pgrep -f 'ntsync-winbench.exe --hold' | tail -n 1)
-	echo "$pid"
+	# Wine names the process after the .exe (15 characters of it); else its command line
+	HELD=$(pgrep -n -x ntsync-winbench || pgrep -n -f 'ntsync-winbench.exe --hold' || true)
 }
 
 # look CASE PID [USER]: ntsync-info --pid PID (JSON and text), as root or as USER
@@ -96,8 +96,12 @@ run_case() {
 		echo "command: $*"
 		echo "module: $(cat /sys/module/ntsync/initstate 2>/dev/null || echo not loaded); $(ls -l --time-style=full-iso /dev/ntsync 2>&1)"
 	} >"$L/$cfg.setup"
-	pid=$(hold "$cfg" "$@")
-	echo "pid: ${pid:-none found}" >>"$L/$cfg.setup"
+	hold "$cfg" "$@"
+	pid=$HELD
+	{
+		echo "pid: ${pid:-none found}"
+		[ -z "$pid" ] || echo "ntdll: $(grep -m1 -o '/[^ ]*ntdll.so' "/proc/$pid/maps" 2>/dev/null); exe: $(readlink "/proc/$pid/exe")"
+	} >>"$L/$cfg.setup"
 	if [ -n "$pid" ]; then
 		look "$cfg" "$pid"
 		[ "$cfg" != whole ] || look user "$pid" nobody
@@ -116,7 +120,7 @@ BW=(bwrap --bind / / --dev /dev --proc /proc)
 run_case whole "all links whole: the real build, the driver loaded before wineserver started" \
 	/opt/wine/bin/wine
 run_case stub "link 2: the stub build (the same source, server/ and dlls/ntdll/ built without our header)" \
-	/opt/wine-stub/bin/wine
+	env WINESERVER=/opt/wine-stub/bin/wineserver /opt/wine-stub/bin/wine
 run_case proton-var "link 4: PROTON_NO_NTSYNC=1 in a Proton-like environment (STEAM_COMPAT_DATA_PATH set)" \
 	env STEAM_COMPAT_DATA_PATH=/var/tmp/compat PROTON_NO_NTSYNC=1 /opt/wine/bin/wine
 run_case bwrap-dev "link 5: inside bwrap --dev /dev (a private /dev without ntsync, as Flatpak and containers)" \
