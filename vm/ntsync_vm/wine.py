@@ -432,16 +432,16 @@ def build_stub(out):
         # the tree back to the real build's
         sh(root, f"cd /build/wine && rm -f {objs} && make {bins} >>/build/stub-make.log 2>&1", logf,
            "the real build's backend objects again")
-    hits = out_of(root, "grep -c /dev/ntsync /build/stub/bin/wineserver || true")
-    if hits not in ("", "0"):
-        raise Failure("the stub build's wineserver still contains /dev/ntsync: its backend is compiled in")
+    # No check here on a string: the guest's ntsync-info --check-wine decides from the code
+    # (and prove_backend showed that these two files compiled so have no ioctl calls).
+    hits = out_of(root, "grep -c /dev/ntsync /build/stub/bin/wineserver || true") or "0"
     subprocess.run(["tar", "-cf", str(out / (STUB + ".tmp")), "-C", str(root / "build/stub"), "."], check=True)
     os.replace(out / (STUB + ".tmp"), out / STUB)
     roots.safe_rm(root / "build/stub")
     with open(out / "facts.txt", "a") as f:
         f.write(f"stub build ({STUB}): server/wineserver and dlls/ntdll/ntdll.so of the same tree, "
                 f"{' and '.join(BACKEND)} compiled without `pkg-config --cflags ntsync-uapi` "
-                f"(trixie's own <linux/ntsync.h>); its wineserver has no /dev/ntsync in it\n")
+                f"(trixie's own <linux/ntsync.h>); lines of its wineserver with /dev/ntsync: {hits}\n")
     return out / STUB
 
 
@@ -668,10 +668,10 @@ class LinkCase:
     was broken, and what `ntsync-info --pid` must say about the Windows program then."""
     name: str
     broken: str        # the table's "link broken"
-    status: str        # the JSON's status: using | not-using; None: no report (an error object)
+    status: str        # the JSON's status: using | not-using | unknown (or, for unknown, the
+                       # error "unreadable": a process it may not read it cannot call Wine)
     link: int = None   # not-using: the link its verdict must name first
     rc: int = 0        # ntsync-info's exit status
-    error: str = None  # status None: the JSON's error
     found: tuple = ()  # (link, text) that link's "found" must contain
 
 
@@ -691,8 +691,7 @@ LINK_CASES = (
              found=((4, "PROTON_NO_NTSYNC=1"), (4, "yet the process holds the device"))),
     LinkCase("bwrap-dev", "5 visibility: the program inside bwrap --dev /dev (a private /dev)", "not-using", 5, 1),
     LinkCase("bwrap-bound", "none: inside bwrap --dev /dev --dev-bind /dev/ntsync /dev/ntsync", "using", rc=0),
-    LinkCase("user", "(no root) ntsync-info as user nobody, on root's program of case 'whole'", None, rc=7,
-             error="unreadable"),
+    LinkCase("user", "(no root) ntsync-info as user nobody, on root's program of case 'whole'", "unknown", rc=7),
 )
 CHECK_WINE = (("real", 0), ("stub", 1))  # ntsync-info --check-wine on /opt/wine and /opt/wine-stub
 
@@ -711,13 +710,10 @@ def judge_link_case(ldir, case):
         return (case.name, case.broken, f"(no JSON: {e})", "", rc), [f"{case.name}: no ntsync-info --json output"]
     if rc != case.rc:
         bad.append(f"{case.name}: ntsync-info exited {rc}, expected {case.rc}")
-    if case.status is None:
-        verdict = f"{doc.get('error')}: {doc.get('message', '')}"
-        fix = ""
-        if doc.get("error") != case.error:
-            bad.append(f"{case.name}: expected the error '{case.error}', got {doc.get('error')!r}")
-        if "USING" in doc.get("message", ""):
-            bad.append(f"{case.name}: a verdict without the right to read the process: {doc.get('message')}")
+    if "error" in doc:  # no report: the process could not be read, or is not Wine
+        verdict, fix = f"{doc.get('error')}: {doc.get('message', '')}", ""
+        if case.status != "unknown" or doc.get("error") != "unreadable":
+            bad.append(f"{case.name}: no report ({verdict}), expected status {case.status!r}")
         return (case.name, case.broken, verdict, fix, rc), bad
     procs = doc.get("processes") or [{}]
     p = procs[0]
@@ -727,6 +723,9 @@ def judge_link_case(ldir, case):
     if case.status == "using":
         if not verdict.startswith("USING ntsync"):
             bad.append(f"{case.name}: the verdict does not say USING: {verdict}")
+    elif case.status == "unknown":
+        if verdict.startswith(("USING", "NOT USING")):
+            bad.append(f"{case.name}: a verdict without the right to read the process: {verdict}")
     else:
         want = f"NOT USING ntsync: {case.link} {LINK_NAMES[case.link - 1]}:"
         if not verdict.startswith(want):

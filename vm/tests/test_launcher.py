@@ -654,7 +654,19 @@ class Wine(unittest.TestCase):
             self.assertIn("unloaded: no fix printed", bad)
             bad = edit("proton-var", lambda d: d["processes"][0]["links"][3].update(found="no ntsync variable set"))
             self.assertTrue(any("PROTON_NO_NTSYNC=1" in b for b in bad), bad)
-            bad = edit("user", lambda d: d.update(error=None, message="USING ntsync"))
+            bad = edit("user", lambda d: d.update(error="not-wine"))
+            self.assertTrue(any(b.startswith("user: no report (not-wine") for b in bad), bad)
+            # without root, a report whose status is unknown is as honest as no report
+            whole = json.loads((rec / "links" / "whole.json").read_text())
+
+            def as_user(status, verdict):
+                def fn(d):
+                    d.clear()
+                    d.update(whole)
+                    d["processes"][0].update(status=status, verdict=verdict)
+                return fn
+            self.assertEqual(edit("user", as_user("unknown", "UNKNOWN: cannot read /proc/5/fd")), [])
+            bad = edit("user", as_user("using", "USING ntsync: pid 5"))
             self.assertEqual(len(bad), 2, bad)
             (fresh() / "early-server.json").unlink()
             self.assertIn("early-server: no ntsync-info --json output", wine.judge_links(t)[2])
