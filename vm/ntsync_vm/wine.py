@@ -668,8 +668,9 @@ class LinkCase:
     was broken, and what `ntsync-info --pid` must say about the Windows program then."""
     name: str
     broken: str        # the table's "link broken"
-    status: str        # the JSON's status: using | not-using | unknown (or, for unknown, the
-                       # error "unreadable": a process it may not read it cannot call Wine)
+    # status: the JSON's status, using | not-using | unknown (for unknown also the error
+    # "unreadable": a process it may not read, it cannot call Wine or not)
+    status: str
     link: int = None   # not-using: the link its verdict must name first
     rc: int = 0        # ntsync-info's exit status
     found: tuple = ()  # (link, text) that link's "found" must contain
