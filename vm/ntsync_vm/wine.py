@@ -402,8 +402,9 @@ def build_stub(out):
     """OUT/stub.tar: the stub build of OUT's Wine, from the build tree kept in the build root.
     The two backend objects are compiled again by their own command lines with ntsync-uapi's
     flags taken out (so <linux/ntsync.h> is trixie's own, without NTSYNC_IOC_EVENT_READ: what
-    configure without our header gives), wineserver and ntdll.so linked again and kept; then the objects are compiled again with the flags, so the
-    tree stays the real build's (for --patch). About two minutes."""
+    configure without our header gives), wineserver and ntdll.so linked again and kept; then
+    the objects are compiled again with the flags, so the tree stays the real build's (for
+    --patch). About two minutes."""
     if (out / STUB).is_file():
         return out / STUB
     require_root("wine (the stub build runs in the Wine build root)")
