@@ -893,9 +893,10 @@ def main(argv):
         suite = suites.resolve(suite, image_only=True)
         driver = driver or ("in-tree" if suites.SUITES[suite].in_tree else "ours")
         if driver not in ("ours", "in-tree"):
-            raise Usage(f"--run {r}: the driver is ours or in-tree")
+            raise Usage(f"--{'links' if links else 'run'} {r}: the driver is ours or in-tree")
         if suite in OLDER_USERLAND and o.kernel_debs:
-            raise Usage(f"--run {r} boots {suite}'s own kernel under {USERLAND}'s userland: leave out --kernel-debs")
+            raise Usage(f"--{'links' if links else 'run'} {r} boots {suite}'s own kernel under {USERLAND}'s "
+                        "userland: leave out --kernel-debs")
         plans.append((suite, driver, links))
     if o.bench and o.links:
         raise Usage("--bench measures, --links judges verdicts: one of them at a time")
