@@ -576,14 +576,20 @@ static void link_build(struct wine_report *r, const struct proc *t,
  * in that tree.  Wine decides by whether /dev/ntsync opens
  * (server/inproc_sync.c:51).
  *
- * Unverified here (no Proton or older staging source at hand): Proton's
- * launcher reads PROTON_USE_NTSYNC in builds that use ntsync only when
- * asked and PROTON_NO_NTSYNC in builds that use it unless told not to;
- * wine-staging's older ntsync patches ("fast sync") read
- * WINE_DISABLE_FAST_SYNC.  The names marked NOOP are ones users try
- * that no source known here reads.  So a variable is the verdict's cause
- * only when the process does NOT hold the device (the effect is seen),
- * never on its own.
+ * Proton, read from the sources stored here: GE-Proton's launcher
+ * (GloriousEggroll/proton-ge-custom, `proton`, master 8441795 of
+ * 2026-08-05) sets WINENTSYNC=1 for the game unless PROTON_NO_NTSYNC is
+ * set (compat flag "nontsync"), which removes WINENTSYNC instead; it reads
+ * no PROTON_USE_NTSYNC.  Valve's launcher as stored (ValveSoftware/Proton,
+ * bleeding-edge of 2024-10-25) reads no ntsync variable at all (only
+ * PROTON_NO_ESYNC/PROTON_NO_FSYNC), and Valve's Wine as stored
+ * (ValveSoftware/wine 5d76e39, server/inproc_sync.c) opens /dev/ntsync
+ * without looking at any variable.  Unverified: which Proton build reads
+ * PROTON_USE_NTSYNC, how the Wine under GE-Proton reads WINENTSYNC, and
+ * wine-staging's older "fast sync" patches' WINE_DISABLE_FAST_SYNC.  The
+ * names marked NOOP are ones users try that no source known here reads.
+ * So a variable is the verdict's cause only when the process does NOT
+ * hold the device (the effect is seen), never on its own.
  */
 enum env_kind { ENV_DISABLES, ENV_ENABLES, ENV_NOOP };
 static const struct {
@@ -593,8 +599,8 @@ static const struct {
 	{ "WINE_DISABLE_FAST_SYNC", ENV_DISABLES },
 	{ "PROTON_NO_NTSYNC", ENV_DISABLES },
 	{ "PROTON_USE_NTSYNC", ENV_ENABLES },
+	{ "WINENTSYNC", ENV_ENABLES },
 	{ "PROTON_ENABLE_NTSYNC", ENV_NOOP },
-	{ "WINENTSYNC", ENV_NOOP },
 	{ "WINE_NTSYNC", ENV_NOOP },
 	{ "WINE_USE_NTSYNC", ENV_NOOP },
 	{ "WINE_ENABLE_NTSYNC", ENV_NOOP },
@@ -672,12 +678,16 @@ static void link_env(struct wine_report *r, const struct proc *t,
 		    "(wineserver -k)", disabler);
 	} else if (proton && !enabled) {
 		l->state = LINK_BROKEN;
-		fmt(l->reason, sizeof(l->reason), "a Proton process without "
-		    "PROTON_USE_NTSYNC=1, which Proton builds that use ntsync "
-		    "only when asked need%s%s%s", noop[0] ? " (" : "", noop,
+		fmt(l->reason, sizeof(l->reason), "a Proton process with "
+		    "neither WINENTSYNC=1 (which GE-Proton's launcher sets "
+		    "unless PROTON_NO_NTSYNC is set) nor PROTON_USE_NTSYNC=1 "
+		    "(which some Proton builds are said to need)%s%s%s",
+		    noop[0] ? " (" : "", noop,
 		    noop[0] ? " is no such switch)" : "");
-		fmt(l->fix, sizeof(l->fix), "set PROTON_USE_NTSYNC=1 (Steam "
-		    "launch options: PROTON_USE_NTSYNC=1 %%command%%)%s%s",
+		fmt(l->fix, sizeof(l->fix), "set WINENTSYNC=1 (GE-Proton: "
+		    "leave PROTON_NO_NTSYNC unset, its launcher then sets it) "
+		    "or PROTON_USE_NTSYNC=1; Steam launch options: "
+		    "WINENTSYNC=1 %%command%%%s%s",
 		    noop[0] ? " instead of " : "", noop);
 	}
 }

@@ -189,8 +189,8 @@ lay = Layout('env-noop', 'Proton with PROTON_ENABLE_NTSYNC=1 (no such '
 wine_pair(lay, env=PENV + ('PROTON_ENABLE_NTSYNC=1',), prefix=PROTON,
           ntdll=PROTON + '/lib/wine/x86_64-unix/ntdll.so')
 lay.case('--pid 200', 1, '^verdict: NOT USING ntsync: 4 environment: a '
-         'Proton process without PROTON_USE_NTSYNC=1.*PROTON_ENABLE_NTSYNC '
-         'is no such switch', '^fix: *set PROTON_USE_NTSYNC=1 .* instead of '
+         'Proton process with neither WINENTSYNC=1.*PROTON_ENABLE_NTSYNC '
+         'is no such switch', '^fix: *set WINENTSYNC=1 .* instead of '
          'PROTON_ENABLE_NTSYNC$')
 lay.done()
 

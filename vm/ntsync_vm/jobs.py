@@ -72,6 +72,9 @@ JOBS = (
         needs=("debs",), echo=True, cli=False),
     Job("wine", "cloud", "Wine's own tests or ntsync-winbench with and without the driver (ntsync-vm wine)",
         timeout=7200, needs=("wine",), cli=False),
+    Job("wine-links", "cloud", "each link of 'is this Wine process using ntsync?' broken in turn, a real and a "
+        "stub Wine build, ntsync-info --pid judged (ntsync-vm wine --links)", timeout=5400, needs=("wine",),
+        cli=False),
     Job("matrix", "command", "test on every suite with an image (with both drivers where the kernel has one), "
         "one table"),
     Job("secure-boot", "command", "both Secure Boot cases of --suite in a UEFI Secure Boot guest (OVMF, signed "

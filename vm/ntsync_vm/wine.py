@@ -15,6 +15,12 @@ HAVE_LINUX_NTSYNC_H, wineserver contains "/dev/ntsync") and shows the other case
 ntsync files compiled without our flags against trixie's own <linux/ntsync.h> (the 6.10
 preview, without NTSYNC_IOC_EVENT_READ) are the stubs: no ioctl call, no device path.
 
+Beside it, stub.tar: the same tree's server/wineserver and dlls/ntdll/ntdll.so rebuilt
+(incrementally: the two backend files compiled again, the two binaries linked again) without
+our flags, i.e. against trixie's own header: a Wine "configured without our header", whose
+backend is the stubs. `--links SUITE` runs both in one guest and breaks each link of "is this
+Wine process using ntsync?" in turn (issue 39; vm/guest/jobs/wine-links.sh, LINK_CASES).
+
 Wine's source is not part of this tree and is never fetched by it: a user downloads one
 (WineHQ's tarball, a git checkout, a wine-staging or wine-tkg tree) and names it here.
 """
@@ -29,6 +35,7 @@ import shutil
 import subprocess
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import image, roots, suites
@@ -344,6 +351,19 @@ def build_winbench(root, dest):
     (dest / WINBENCH_STAMP).write_text(winbench_hash() + "\n")
 
 
+def compile_command(root, f, uapi):
+    """The build's own command line that compiles backend file F (make -n), which carries
+    ntsync-uapi's flags UAPI literally (Wine's Makefile writes configure's CPPFLAGS into each
+    rule, so `make CPPFLAGS=` cannot take them out)."""
+    obj = f[:-2] + ".o"
+    # make -n prints Wine's long command lines continued with backslashes: join them.
+    cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | sed -e :a -e '/\\\\$/N; "
+                       f"s/\\\\\\n//; ta' | grep -F -- '-o {obj}' | tail -n 1")
+    if f"-o {obj}" not in cmd or uapi not in cmd:
+        raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
+    return cmd
+
+
 def prove_backend(root, tree):
     """Facts: the backend is compiled in; the same files without our flags give stubs."""
     facts = []
@@ -359,11 +379,7 @@ def prove_backend(root, tree):
         raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
     for f in BACKEND:
         obj = f[:-2] + ".o"
-        # make -n prints Wine's long command lines continued with backslashes: join them.
-        cmd = out_of(root, f"cd /build/wine && make -n -B {obj} 2>/dev/null | sed -e :a -e '/\\\\$/N; "
-                           f"s/\\\\\\n//; ta' | grep -F -- '-o {obj}' | tail -n 1")
-        if f"-o {obj}" not in cmd or uapi not in cmd:
-            raise Failure(f"cannot find the command that compiles {f} with ntsync-uapi's flags (make -n -B {obj})")
+        cmd = compile_command(root, f, uapi)
         counts = {}
         for label, flags in (("with", uapi), ("without", "")):
             one = cmd.replace(f"-o {obj}", f"-S -o /tmp/{label}.s").replace(uapi, flags)
@@ -376,6 +392,84 @@ def prove_backend(root, tree):
         if counts["with"] in ("0", "") or counts["without"] != "0":
             raise Failure(f"{f}: expected ioctl calls with our flags and none without: {counts}")
     return facts
+
+
+STUB = "stub.tar"  # beside wine.tar: the stub build's wineserver and ntdll.so, paths relative to PREFIX
+NTDLL = "lib/wine/x86_64-unix/ntdll.so"
+
+
+def build_stub(out):
+    """OUT/stub.tar: the stub build of OUT's Wine, from the build tree kept in the build root.
+    The two backend objects are compiled again by their own command lines with ntsync-uapi's
+    flags taken out (so <linux/ntsync.h> is trixie's own, without NTSYNC_IOC_EVENT_READ: what
+    configure without our header gives), wineserver and ntdll.so linked again and kept; then
+    the objects are compiled again with the flags, so the tree stays the real build's (for
+    --patch). About two minutes."""
+    if (out / STUB).is_file():
+        return out / STUB
+    require_root("wine (the stub build runs in the Wine build root)")
+    root = build_root()
+    state = tree_state(root)
+    if not out.name.startswith(state.get("source", "-")) or not (root / "build/wine/server/wineserver").exists() \
+            or ("+" in out.name) != bool(state.get("patches")):
+        raise Failure(f"the Wine build root's tree is not the tree of {out.name} (another build came since): "
+                      f"build it again with --rebuild, then --links")
+    logf = out / "build.log"
+    objs = " ".join(f[:-2] + ".o" for f in BACKEND)
+    bins = "server/wineserver dlls/ntdll/ntdll.so"
+    say("the stub build: server/ and dlls/ntdll/'s backend files compiled without our flags, "
+        "wineserver and ntdll.so linked again (incremental)")
+    roots.safe_rm(root / "build/stub")
+    uapi = out_of(root, "pkg-config --cflags ntsync-uapi")
+    if not uapi:
+        raise Failure("pkg-config --cflags ntsync-uapi printed nothing in the Wine build root")
+    stubs = " && ".join(compile_command(root, f, uapi).replace(uapi, "") for f in BACKEND)
+    try:
+        sh(root, f"cd /build/wine && rm -f {objs} && {stubs} && make {bins} >/build/stub-make.log 2>&1 && "
+                 f"install -D -m 755 server/wineserver /build/stub/bin/wineserver && "
+                 f"install -D -m 755 dlls/ntdll/ntdll.so /build/stub/{NTDLL} && "
+                 f"strip --strip-debug /build/stub/bin/wineserver /build/stub/{NTDLL}", logf, "the stub build")
+    finally:
+        # the tree back to the real build's
+        sh(root, f"cd /build/wine && rm -f {objs} && make {bins} >>/build/stub-make.log 2>&1", logf,
+           "the real build's backend objects again")
+    # No check here on a string: the guest's ntsync-info --check-wine decides from the code
+    # (and prove_backend showed that these two files compiled so have no ioctl calls).
+    hits = out_of(root, "grep -c /dev/ntsync /build/stub/bin/wineserver || true") or "0"
+    subprocess.run(["tar", "-cf", str(out / (STUB + ".tmp")), "-C", str(root / "build/stub"), "."], check=True)
+    os.replace(out / (STUB + ".tmp"), out / STUB)
+    roots.safe_rm(root / "build/stub")
+    with open(out / "facts.txt", "a") as f:
+        f.write(f"stub build ({STUB}): server/wineserver and dlls/ntdll/ntdll.so of the same tree, "
+                f"{' and '.join(BACKEND)} compiled without `pkg-config --cflags ntsync-uapi` "
+                f"(trixie's own <linux/ntsync.h>); lines of its wineserver with /dev/ntsync: {hits}\n")
+    return out / STUB
+
+
+GUEST_DEBS = ["bubblewrap"]  # Debian's packages the links guest installs (the image has no network)
+
+
+def guest_debs():
+    """$NTSYNC_CACHE/wine/debs: trixie's .debs of GUEST_DEBS, downloaded once with apt in the
+    Wine build root."""
+    d = cache() / "wine" / "debs"
+    have = {p.name.split("_")[0] for p in d.glob("*.deb")} if d.is_dir() else set()
+    if set(GUEST_DEBS) <= have:
+        return d
+    require_root("wine (apt-get download in the Wine build root)")
+    root = build_root()
+    say(f"apt-get download {' '.join(GUEST_DEBS)} (trixie) in the Wine build root")
+    roots.safe_rm(root / "tmp/debs")
+    r = roots.in_root(root, ["sh", "-c", "mkdir -p /tmp/debs && apt-get -o Acquire::Check-Valid-Until=false "
+                             "update -qq && cd /tmp/debs && apt-get download -qq \"$@\"", "sh", *GUEST_DEBS],
+                      capture_output=True, text=True)
+    if r.returncode:
+        raise Failure(f"apt-get download {' '.join(GUEST_DEBS)} in the Wine build root failed:\n{r.stdout}{r.stderr}")
+    d.mkdir(parents=True, exist_ok=True)
+    for p in (root / "tmp/debs").glob("*.deb"):
+        shutil.copy2(p, d / p.name)
+    roots.safe_rm(root / "tmp/debs")
+    return d
 
 
 # ------------------------------------------------------------------ guests
@@ -523,7 +617,7 @@ def keep_figures(build_dir, res, lines):
     facts = (build_dir / "facts.txt").read_text().splitlines()[0]
     head = [f"# {facts.split(',')[0]} ({build_dir.name}), commit {git_head()}, {time.strftime('%Y-%m-%d')}, "
             f"{res.suite} {res.kernel}, run {Path(res.run_dir).name}"]
-    (cache() / "wine" / FIGURES).write_text("\n".join(head + lines) + "\n")
+    write_figures(bench=head + lines)
     say(f"kept for the demo: {cache() / 'wine' / FIGURES}")
 
 
@@ -565,6 +659,168 @@ def print_rows(res, rows):
         print(f"  {f.name}:")
         for line in f.read_text(errors="replace").splitlines()[:40]:
             print(f"    {line}")
+
+
+# ------------------------------------------------------------------ links (issue 39)
+
+@dataclass(frozen=True)
+class LinkCase:
+    """One case of the links guest (vm/guest/jobs/wine-links.sh writes links/NAME.*): what
+    was broken, and what `ntsync-info --pid` must say about the Windows program then."""
+    name: str
+    broken: str        # the table's "link broken"
+    # status: the JSON's status, using | not-using | unknown (for unknown also the error
+    # "unreadable": a process it may not read, it cannot call Wine or not)
+    status: str
+    link: int = None   # not-using: the link its verdict must name first
+    rc: int = 0        # ntsync-info's exit status
+    found: tuple = ()  # (link, text) that link's "found" must contain
+
+
+LINK_NAMES = ("driver", "build", "start", "environment", "visibility")  # tools/info-wine.c link_names
+LINK_CASES = (
+    LinkCase("whole", "none: all links whole (the real build, module loaded first)", "using", rc=0),
+    LinkCase("unloaded", "1 driver: modprobe -r ntsync before wineserver started", "not-using", 1, 1),
+    LinkCase("stub", "2 build: the stub build of the same source (server/, dlls/ntdll/ without our header)",
+             "not-using", 2, 1),
+    LinkCase("early-server", "3 start: wineserver -p before modprobe ntsync, the program after",
+             "not-using", 3, 1),
+    # Wine reads no variable about ntsync (tools/info-wine.c, link 4): a plain Wine under a
+    # Proton-like environment with PROTON_NO_NTSYNC=1 still opens the device, and the honest
+    # verdict is USING, the variable shown as set "yet the process holds the device".
+    LinkCase("proton-var", "4 environment: PROTON_NO_NTSYNC=1 with STEAM_COMPAT_DATA_PATH set (a Proton-like "
+             "environment; this Wine reads no such variable)", "using", rc=0,
+             found=((4, "PROTON_NO_NTSYNC=1"), (4, "yet the process holds the device"))),
+    LinkCase("bwrap-dev", "5 visibility: the program inside bwrap --dev /dev (a private /dev)", "not-using", 5, 1),
+    LinkCase("bwrap-bound", "none: inside bwrap --dev /dev --dev-bind /dev/ntsync /dev/ntsync", "using", rc=0),
+    LinkCase("user", "(no root) ntsync-info as user nobody, on root's program of case 'whole'", "unknown", rc=7),
+)
+CHECK_WINE = (("real", 0), ("stub", 1))  # ntsync-info --check-wine on /opt/wine and /opt/wine-stub
+
+
+def judge_link_case(ldir, case):
+    """(row, failures) of one case: row = (case, broken, verdict, fix, exit)."""
+    ldir = Path(ldir)
+    bad = []
+    try:
+        rc = int((ldir / f"{case.name}.rc").read_text().strip())
+    except (OSError, ValueError):
+        rc = None
+    try:
+        doc = json.loads((ldir / f"{case.name}.json").read_text())
+    except (OSError, ValueError) as e:
+        return (case.name, case.broken, f"(no JSON: {e})", "", rc), [f"{case.name}: no ntsync-info --json output"]
+    if rc != case.rc:
+        bad.append(f"{case.name}: ntsync-info exited {rc}, expected {case.rc}")
+    if "error" in doc:  # no report: the process could not be read, or is not Wine
+        verdict, fix = f"{doc.get('error')}: {doc.get('message', '')}", ""
+        if case.status != "unknown" or doc.get("error") != "unreadable":
+            bad.append(f"{case.name}: no report ({verdict}), expected status {case.status!r}")
+        return (case.name, case.broken, verdict, fix, rc), bad
+    procs = doc.get("processes") or [{}]
+    p = procs[0]
+    verdict, fix = p.get("verdict", ""), p.get("fix") or ""
+    if p.get("status") != case.status:
+        bad.append(f"{case.name}: status {p.get('status')!r}, expected {case.status!r}: {verdict}")
+    if case.status == "using":
+        if not verdict.startswith("USING ntsync"):
+            bad.append(f"{case.name}: the verdict does not say USING: {verdict}")
+    elif case.status == "unknown":
+        if verdict.startswith(("USING", "NOT USING")):
+            bad.append(f"{case.name}: a verdict without the right to read the process: {verdict}")
+    else:
+        want = f"NOT USING ntsync: {case.link} {LINK_NAMES[case.link - 1]}:"
+        if not verdict.startswith(want):
+            bad.append(f"{case.name}: the verdict does not name link {case.link} ({want}...): {verdict}")
+        if not fix:
+            bad.append(f"{case.name}: no fix printed")
+        links = {k.get("link"): k for k in p.get("links", [])}
+        if links.get(case.link, {}).get("state") != "broken":
+            bad.append(f"{case.name}: link {case.link} is not marked broken")
+    links = {k.get("link"): k for k in p.get("links", [])}
+    for n, text in case.found:
+        if text not in (links.get(n, {}).get("found") or ""):
+            bad.append(f"{case.name}: link {n}'s evidence does not show '{text}': {links.get(n, {}).get('found')}")
+    return (case.name, case.broken, verdict, fix, rc), bad
+
+
+def judge_links(results):
+    """(rows, check-wine lines, failures) of a links guest's results (RESULTS/links)."""
+    ldir = Path(results) / "links"
+    rows, bad = [], []
+    for case in LINK_CASES:
+        row, b = judge_link_case(ldir, case)
+        rows.append(row)
+        bad += b
+    checks = []
+    for name, want in CHECK_WINE:
+        try:
+            rc = int((ldir / f"check-wine-{name}.rc").read_text().strip())
+            text = (ldir / f"check-wine-{name}.txt").read_text(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            rc, text = None, []
+        checks.append(f"ntsync-info --check-wine /opt/wine{'-stub' if name == 'stub' else ''}: exit {rc}"
+                      + (f": {text[-1]}" if text else ""))
+        if rc != want:
+            bad.append(f"--check-wine on the {name} build exited {rc}, expected {want}")
+    return rows, checks, bad
+
+
+def links_table(rows):
+    """The table of the cases, as Markdown: link broken | verdict | fix printed | exit."""
+    out = ["| case | link broken | verdict | fix printed | exit |", "|---|---|---|---|---|"]
+    for name, broken, verdict, fix, rc in rows:
+        cell = [name, broken, verdict, fix or "-", "-" if rc is None else str(rc)]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cell) + " |")
+    return out
+
+
+def run_links(build_dir, suite, driver, kernel_debs=None, timeout=5400):
+    """The links guest of SUITE with DRIVER: both builds, each link broken in turn."""
+    from . import cloud, jobs
+    stub = build_stub(build_dir)
+    req = cloud.Request(
+        job=jobs.get("wine-links", "cloud"), suite=suite, driver=driver,
+        kernel_debs=Path(kernel_debs) if kernel_debs else None, mem=3072, smp=2, timeout=timeout, compat=False,
+        tcg_cpu="max,-smap",  # as run_guest: Wine's iretq under TCG with SMAP oopses
+        extra_files=(("wine/wine.tar", build_dir / "wine.tar"), ("wine/stub.tar", stub),
+                     ("wine/tests", build_dir / "tests"), ("wine/debs", guest_debs()))).check()
+    res = cloud.run_guest(req, cloud.prepare(req))
+    code, reasons = res.verdict()
+    rows, checks, bad = judge_links(res.results)
+    return res, code, reasons + bad, rows, checks
+
+
+VERDICT_MARK = "## ntsync-info --pid"  # in FIGURES: what follows is the links guest's verdict (the demo's end)
+
+
+def figures_parts(text):
+    """(the --bench lines, the verdict lines) of the FIGURES file's TEXT."""
+    lines = text.splitlines()
+    if VERDICT_MARK in lines:
+        i = lines.index(VERDICT_MARK)
+        return lines[:i], lines[i + 1:]
+    return lines, []
+
+
+def write_figures(bench=None, verdict=None):
+    """FIGURES with BENCH or VERDICT lines replaced (None: kept as they are)."""
+    f = cache() / "wine" / FIGURES
+    old_bench, old_verdict = figures_parts(f.read_text() if f.is_file() else "")
+    bench = old_bench if bench is None else bench
+    verdict = old_verdict if verdict is None else verdict
+    f.write_text("\n".join(bench + ([VERDICT_MARK] + verdict if verdict else [])) + "\n")
+
+
+def keep_verdict(build_dir, res):
+    """The links guest's 'all links whole' case, for the demo: which Wine, commit, kernel,
+    date, then ntsync-info --pid's text."""
+    facts = (build_dir / "facts.txt").read_text().splitlines()[0]
+    text = (Path(res.results) / "links" / "whole.txt").read_text(errors="replace").splitlines()
+    head = [f"{facts.split(',')[0]} ({build_dir.name}), commit {git_head()}, {time.strftime('%Y-%m-%d')}, "
+            f"{res.suite} {res.kernel}, run {Path(res.run_dir).name}"]
+    write_figures(verdict=head + text)
+    say(f"kept for the demo: {cache() / 'wine' / FIGURES} (the verdict of the 'whole' case)")
 
 
 def check_cached(src, patches=()):
@@ -616,6 +872,12 @@ def main(argv):
     ap.add_argument("--bench", action="store_true",
                     help="--run: ntsync-winbench only, in a 1-vCPU guest counting instructions (-icount): "
                     "the driver (in-tree and ours where the kernel has both) against none, as ratios")
+    ap.add_argument("--links", action="append", default=[], metavar="SUITE[:DRIVER]",
+                    help="then, in one cloud guest of SUITE with DRIVER, this build and its stub build (built "
+                    "once, incrementally, beside it: stub.tar), each link of 'is this Wine process using ntsync?' "
+                    "broken in turn (driver unloaded, stub build, wineserver before modprobe, PROTON_NO_NTSYNC=1, "
+                    "bwrap --dev /dev, bwrap with the device bound in, ntsync-info without root), judged "
+                    "against ntsync-info --pid's verdicts; prints the table; repeatable")
     ap.add_argument("--cached-only", action="store_true",
                     help="build nothing: check the cached build of this source (./check); exit 77 when none")
     ap.add_argument("--kernel-debs", metavar="DIR", help="--run: boot these kernel .debs in the guest image "
@@ -626,18 +888,21 @@ def main(argv):
     if o.cached_only:
         return check_cached(Path(o.source), [Path(p).resolve() for p in o.patch])
     plans = []
-    for r in o.run:
+    for r, links in [(r, False) for r in o.run] + [(r, True) for r in o.links]:
         suite, _, driver = r.partition(":")
         suite = suites.resolve(suite, image_only=True)
         driver = driver or ("in-tree" if suites.SUITES[suite].in_tree else "ours")
         if driver not in ("ours", "in-tree"):
-            raise Usage(f"--run {r}: the driver is ours or in-tree")
+            raise Usage(f"--{'links' if links else 'run'} {r}: the driver is ours or in-tree")
         if suite in OLDER_USERLAND and o.kernel_debs:
-            raise Usage(f"--run {r} boots {suite}'s own kernel under {USERLAND}'s userland: leave out --kernel-debs")
-        plans.append((suite, driver))
+            raise Usage(f"--{'links' if links else 'run'} {r} boots {suite}'s own kernel under {USERLAND}'s "
+                        "userland: leave out --kernel-debs")
+        plans.append((suite, driver, links))
+    if o.bench and o.links:
+        raise Usage("--bench measures, --links judges verdicts: one of them at a time")
     out = build(Path(o.source), o.jobs, o.rebuild, [Path(p).resolve() for p in o.patch])
     rc = 0
-    for suite, driver in plans:
+    for suite, driver, links in plans:
         kernel_debs = o.kernel_debs
         if suite in OLDER_USERLAND:
             # This Wine was built on trixie (glibc 2.38 and later): bookworm's userland cannot
@@ -646,6 +911,18 @@ def main(argv):
                 f"needs its glibc)")
             kernel_debs = image.foreign_kernel_debs(suite, USERLAND)
             suite = USERLAND
+        if links:
+            res, code, reasons, rows, checks = run_links(out, suite, driver, kernel_debs)
+            print(f"ntsync-info --pid on a Windows program (ntsync-winbench --hold) on {res.suite} ({res.kernel}), "
+                  f"driver {res.driver}, {out.name} and its stub build:")
+            print("\n".join(links_table(rows)))
+            print("\n".join(checks))
+            if not code and not reasons:
+                keep_verdict(out, res)
+            for r in reasons:
+                print(f"FAIL: {r}")
+            rc |= code or (1 if reasons else 0)
+            continue
         res, code, reasons, rows = run_guest(out, suite, driver, kernel_debs, bench=o.bench)
         if o.bench:
             lines, bad = bench_table(res)

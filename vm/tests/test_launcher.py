@@ -608,6 +608,100 @@ class Wine(unittest.TestCase):
             self.assertEqual(bad, [])
             self.assertRegex(lines[-1], r"1,000 +990 +30,000 +30.0x +30.3x +0.990x")
 
+    def test_links_judged_on_a_recorded_run(self):
+        # issue 39: the links guest's results (test_data/wine-links/links/, as the guest wrote
+        # them), judged as `ntsync-vm wine --links` does; then each kind of wrong verdict
+        import shutil
+        from ntsync_vm import wine
+        rec = DATA / "wine-links"
+        rows, checks, bad = wine.judge_links(rec)
+        self.assertEqual(bad, [])
+        self.assertEqual([r[0] for r in rows], [c.name for c in wine.LINK_CASES])
+        by = {r[0]: r for r in rows}
+        for c in wine.LINK_CASES:
+            self.assertEqual(by[c.name][4], c.rc, c.name)
+            if c.link:
+                self.assertTrue(by[c.name][2].startswith(f"NOT USING ntsync: {c.link} "), by[c.name])
+                self.assertTrue(by[c.name][3], c.name)  # a fix printed
+        self.assertTrue(by["whole"][2].startswith("USING ntsync"))
+        self.assertTrue(by["bwrap-bound"][2].startswith("USING ntsync"))
+        self.assertIn("exit 0", checks[0])
+        self.assertIn("exit 1", checks[1])
+        table = wine.links_table(rows)
+        self.assertEqual(table[0], "| case | link broken | verdict | fix printed | exit |")
+        self.assertEqual(len(table), 2 + len(wine.LINK_CASES))
+        with tempfile.TemporaryDirectory() as t:
+            def fresh():
+                shutil.rmtree(Path(t) / "links", ignore_errors=True)
+                shutil.copytree(rec / "links", Path(t) / "links")
+                return Path(t) / "links"
+
+            def edit(name, fn):
+                f = fresh() / f"{name}.json"
+                d = json.loads(f.read_text())
+                fn(d)
+                f.write_text(json.dumps(d))
+                return wine.judge_links(t)[2]
+
+            def say_using(d):
+                d["processes"][0].update(status="using", verdict="USING ntsync: pid 1", fix=None)
+            bad = edit("stub", say_using)
+            self.assertTrue(any(b.startswith("stub: status 'using'") for b in bad), bad)
+            bad = edit("bwrap-dev", lambda d: d["processes"][0].update(
+                verdict="NOT USING ntsync: 1 driver: the ntsync driver is not loaded"))
+            self.assertTrue(any("does not name link 5" in b for b in bad), bad)
+            bad = edit("unloaded", lambda d: d["processes"][0].update(fix=None))
+            self.assertIn("unloaded: no fix printed", bad)
+            bad = edit("proton-var", lambda d: d["processes"][0]["links"][3].update(found="no ntsync variable set"))
+            self.assertTrue(any("PROTON_NO_NTSYNC=1" in b for b in bad), bad)
+            bad = edit("user", lambda d: d.update(error="not-wine"))
+            self.assertTrue(any(b.startswith("user: no report (not-wine") for b in bad), bad)
+            # without root, a report whose status is unknown is as honest as no report
+            whole = json.loads((rec / "links" / "whole.json").read_text())
+
+            def as_user(status, verdict):
+                def fn(d):
+                    d.clear()
+                    d.update(whole)
+                    d["processes"][0].update(status=status, verdict=verdict)
+                return fn
+            self.assertEqual(edit("user", as_user("unknown", "UNKNOWN: cannot read /proc/5/fd")), [])
+            bad = edit("user", as_user("using", "USING ntsync: pid 5"))
+            self.assertEqual(len(bad), 2, bad)
+            (fresh() / "early-server.json").unlink()
+            self.assertIn("early-server: no ntsync-info --json output", wine.judge_links(t)[2])
+            (fresh() / "whole.rc").write_text("1\n")
+            self.assertIn("whole: ntsync-info exited 1, expected 0", wine.judge_links(t)[2])
+            (fresh() / "check-wine-stub.rc").write_text("0\n")
+            self.assertIn("--check-wine on the stub build exited 0, expected 1", wine.judge_links(t)[2])
+
+    def test_figures_keep_the_verdict(self):
+        # FIGURES (the demo's wine-figures.txt): the --bench table and the links verdict are
+        # written by two runs, and neither loses the other's part
+        from ntsync_vm import wine
+        with tempfile.TemporaryDirectory() as t:
+            old = os.environ.get("NTSYNC_CACHE")
+            os.environ["NTSYNC_CACHE"] = t
+            try:
+                (Path(t) / "wine").mkdir()
+                wine.write_figures(verdict=["# Wine 11.10 (abc)", "verdict: USING ntsync: pid 5"])
+                wine.write_figures(bench=["# Wine 11.10 (abc), bench", "  row 1 2"])
+                text = (Path(t) / "wine" / wine.FIGURES).read_text()
+                self.assertEqual(wine.figures_parts(text), (["# Wine 11.10 (abc), bench", "  row 1 2"],
+                                                            ["# Wine 11.10 (abc)", "verdict: USING ntsync: pid 5"]))
+                wine.write_figures(bench=["new"])
+                self.assertEqual(wine.figures_parts((Path(t) / "wine" / wine.FIGURES).read_text())[1][1],
+                                 "verdict: USING ntsync: pid 5")
+                self.assertEqual(wine.figures_parts("a\nb\n"), (["a", "b"], []))
+            finally:
+                if old is None:
+                    del os.environ["NTSYNC_CACHE"]
+                else:
+                    os.environ["NTSYNC_CACHE"] = old
+            # the demo splits the file the same way (sed on the marker line)
+            demo = (REPO / "vm/guest/jobs/demo.sh").read_text()
+            self.assertIn(f"/^{wine.VERDICT_MARK}$/", demo)
+
     def test_summarize_emptied(self):
         from ntsync_vm import wine
         self.assertEqual(wine.summarize([]), "none")

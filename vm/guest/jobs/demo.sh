@@ -6,7 +6,9 @@
 JOB_RC=0
 say ""
 say "== $(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"'), kernel $(uname -r)"
-say "== installed: $(dpkg-query -W -f '${Package} ${Version}, ' 'ntsync-*' 'libntsync*' 2>/dev/null | sed 's/, $//')"
+# Installed packages only, with their versions: dpkg-query -W also lists names dpkg merely
+# knows of, such as the virtual ntsync-modules (provided by ntsync-dkms), with no version.
+say "== installed: $(dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' 'ntsync-*' 'libntsync*' 2>/dev/null | awk '$1 == "ii" && $3 != "" { printf "%s%s %s", n++ ? ", " : "", $2, $3 }')"
 say "== ls -l /dev/ntsync"
 shown "$OUT/job.log" ls -l /dev/ntsync || JOB_RC=1
 say "== modinfo ntsync (loaded: $LOADED_BY)"
@@ -50,13 +52,16 @@ elif ! command -v python3 >/dev/null; then
 	shown "$OUT/job.log" ntsync-bench --quick || JOB_RC=1
 else
 	say "== What ntsync changes for Wine"
-	if [ -f "$IN/wine-figures.txt" ]; then
+	# wine-figures.txt: the --bench table, then (after "## ntsync-info --pid") the verdict
+	# of the links guest (vm/ntsync_vm/wine.py, write_figures); either may be missing.
+	figures=$(sed '/^## ntsync-info --pid$/,$d' "$IN/wine-figures.txt" 2>/dev/null)
+	if [ -n "$figures" ]; then
 		# From the host's cache: the last `vm/ntsync-vm wine --bench` (a real Wine, a Windows
 		# program timing its own calls, one vCPU counting instructions: figures that repeat).
 		say "Measured in Wine itself (ntsync-winbench, a Windows program; guest ns per call, one vCPU"
 		say "counting instructions, so the figures repeat; none = Wine without the driver, where every"
 		say "wait is a round trip to wineserver):"
-		while IFS= read -r l; do say "  ${l#\# }"; done <"$IN/wine-figures.txt"
+		while IFS= read -r l; do say "  ${l#\# }"; done <<<"$figures"
 		say ""
 		say "And in this boot, without Wine:"
 	else
@@ -129,4 +134,15 @@ else
 	say "run, since where the scheduler preempts a lock's holder decides each run; run"
 	say "vm/ntsync-vm bench --cpus N for them. vm/ntsync-vm bench compares our driver with"
 	say "mainline's the same way."
+fi
+
+# The end: is the Wine these figures came from using ntsync? The verdict `ntsync-info --pid`
+# gave on a Windows program under it, all links whole, in the links guest
+# (vm/ntsync-vm wine --source WINE-SOURCE --links trixie), kept in the host's cache.
+verdict=$(sed -n '/^## ntsync-info --pid$/,$p' "$IN/wine-figures.txt" 2>/dev/null | tail -n +2)
+if [ -n "$verdict" ]; then
+	say ""
+	say "== Is that Wine using ntsync? ntsync-info --pid on a Windows program under it (recorded in"
+	say "   the links guest, where each link was also broken in turn: vm/ntsync-vm wine --links):"
+	while IFS= read -r l; do say "  $l"; done <<<"$verdict"
 fi
