@@ -376,16 +376,6 @@ static bool same_prefix(const struct proc *a, const struct proc *b)
 	return ha && hb && !strcmp(ha, hb);	/* both ~/.wine */
 }
 
-static bool all_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
 /*
  * The wineserver of a client: the one with the same WINEPREFIX (or, both
  * without, the same HOME); failing a readable environment, the only
@@ -405,7 +395,7 @@ static int find_server(const struct proc *client, char *how, size_t len)
 	while ((de = readdir(d))) {
 		struct proc s;
 
-		if (!all_digits(de->d_name))
+		if (!ntsync_users_is_pid_name(de->d_name))
 			continue;
 		/* a wineserver is loaded in full */
 		if (!load_proc(atoi(de->d_name), &s, false) || !s.wineserver ||
@@ -1087,7 +1077,7 @@ unsigned int wine_probe_all(struct wine_report *r, unsigned int max,
 	while ((de = readdir(d)) && n < max) {
 		struct proc p;
 
-		if (!all_digits(de->d_name) ||
+		if (!ntsync_users_is_pid_name(de->d_name) ||
 		    !load_proc(atoi(de->d_name), &p, true))
 			continue;
 		if (p.state != 'Z' && (p.wine || strstr(p.comm, ".exe")))

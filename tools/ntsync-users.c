@@ -22,7 +22,7 @@
 
 #define OBJECT_LINK "anon_inode:ntsync"
 
-static bool all_digits(const char *s)
+bool ntsync_users_is_pid_name(const char *s)
 {
 	if (!*s)
 		return false;
@@ -108,7 +108,7 @@ void ntsync_users_scan(const char *root, const char *devpath,
 		struct dirent *fe;
 		DIR *fds;
 
-		if (!all_digits(pe->d_name))
+		if (!ntsync_users_is_pid_name(pe->d_name))
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", procdir, pe->d_name);
 		snprintf(fddir, sizeof(fddir), "%s/fd", dir);
@@ -130,7 +130,7 @@ void ntsync_users_scan(const char *root, const char *devpath,
 			struct stat st;
 			ssize_t n;
 
-			if (!all_digits(fe->d_name))
+			if (!ntsync_users_is_pid_name(fe->d_name))
 				continue;
 			snprintf(fdpath, sizeof(fdpath), "%s/%s", fddir, fe->d_name);
 			n = readlink(fdpath, link, sizeof(link) - 1);

@@ -8,6 +8,9 @@
 
 #include <stdbool.h>
 
+/* A name of /proc that is a process: digits only ("" is none). */
+bool ntsync_users_is_pid_name(const char *s);
+
 #define NTSYNC_USERS_MAX 64
 #define NTSYNC_WINESERVERS_MAX 16
 
