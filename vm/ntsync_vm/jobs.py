@@ -103,6 +103,9 @@ JOBS = (
     # The scenarios (`ntsync-vm lifecycle --scenario NAME|all`), in the order `all` runs them.
     Job("upgrade-in-use", "scenario", "apt-get install of a newer version, then apt-get remove, while a "
         "process holds /dev/ntsync and objects; a reboot between", timeout=2400, needs=("debs", "next")),
+    Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
+        "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=3600,
+        needs=("debs", "archive")),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
 )

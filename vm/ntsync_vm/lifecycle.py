@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import io
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -381,7 +382,7 @@ def scenario_input(path, job, env, repos):
         tf.add(job.script, "steps.sh")
         for helper in sorted(job.script.parent.glob("*.c")):
             tf.add(helper, helper.name)
-        add_text("env", "".join(f"{k}={v}\n" for k, v in env.items()))
+        add_text("env", "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in env.items()))
         for name, folder in repos.items():
             tf.add(folder, name)
     size = path.stat().st_size
@@ -401,6 +402,14 @@ def run_scenario(req, job, debs, next_debs):
     repos = {"repo": repo.build(work / "repo", debs, [suite], [arch.name])}
     env = {"SCENARIO": job.name, "SUITE": suite, "VERSION": repo_version(), "CONSOLE": arch.console,
            "NET": int("archive" in job.needs)}
+    if "archive" in job.needs:
+        # A newer kernel of the same release from a pinned suite row (trixie-backports'
+        # 7.x): its extra sources and packages, as the suite table says them.
+        spec = suites.SUITES[suite]
+        pinned = [s for s in suites.SUITES.values() if s.release == spec.release and s.pin]
+        if pinned:
+            env["KERNEL_SOURCES"] = "\n".join(x for x in pinned[0].sources if x not in spec.sources)
+            env["KERNEL_PKGS"] = " ".join(pinned[0].kernel_packages(arch))
     if "next" in job.needs:
         repos["next"] = repo.build(work / "next", next_debs, [suite], [arch.name])
         env["NEXT_VERSION"] = repo_version() + NEXT_SUFFIX
