@@ -39,7 +39,12 @@ ROLES = ("default", "in-tree", "debug")
 #   next     a newer version of our packages built from this tree (VERSION+test1), as a
 #            second signed repository
 #   archive  Debian's archive through QEMU's user network
-NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree", "next", "archive")
+#   older-kernel   the suite's previous point release of its kernel (the meta-packages'
+#            older version in the archive), which the guest installs and boots first
+#   pinned-kernel  the newer kernel of the same release from the suite table's pinned row
+#            (trixie-backports' 7.x): its sources line and packages
+NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree", "next", "archive",
+         "older-kernel", "pinned-kernel")
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,12 @@ JOBS = (
     # The scenarios (`ntsync-vm lifecycle --scenario NAME|all`), in the order `all` runs them.
     Job("upgrade-in-use", "scenario", "apt-get install of a newer version, then apt-get remove, while a "
         "process holds /dev/ntsync and objects; a reboot between", timeout=2400, needs=("debs", "next")),
+    Job("kernel-update", "scenario", "a machine on the previous point release of the suite's kernel with ours; "
+        "apt upgrade brings the new kernel, DKMS builds, reboot into it, the suite; the old kernel purged",
+        timeout=3600, needs=("debs", "archive", "older-kernel")),
     Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
         "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=3600,
-        needs=("debs", "archive")),
+        needs=("debs", "archive", "pinned-kernel")),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
 )

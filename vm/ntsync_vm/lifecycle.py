@@ -14,6 +14,7 @@ one line per check, then one table: scenario, suite, kernels booted, checks, ver
 
 import argparse
 import dataclasses
+import functools
 import io
 import re
 import shlex
@@ -23,7 +24,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from . import arches, console, gates, jobs, qemu, repo, suites
+from . import arches, console, gates, jobs, qemu, repo, roots, suites
 from . import run as run_mod
 from .artifacts import make_seed
 from .cloud import build_debs
@@ -402,14 +403,19 @@ def run_scenario(req, job, debs, next_debs):
     repos = {"repo": repo.build(work / "repo", debs, [suite], [arch.name])}
     env = {"SCENARIO": job.name, "SUITE": suite, "VERSION": repo_version(), "CONSOLE": arch.console,
            "NET": int("archive" in job.needs)}
-    if "archive" in job.needs:
+    spec = suites.SUITES[suite]
+    if "pinned-kernel" in job.needs:
         # A newer kernel of the same release from a pinned suite row (trixie-backports'
         # 7.x): its extra sources and packages, as the suite table says them.
-        spec = suites.SUITES[suite]
         pinned = [s for s in suites.SUITES.values() if s.release == spec.release and s.pin]
-        if pinned:
-            env["KERNEL_SOURCES"] = "\n".join(x for x in pinned[0].sources if x not in spec.sources)
-            env["KERNEL_PKGS"] = " ".join(pinned[0].kernel_packages(arch))
+        if not pinned:
+            raise Usage(f"scenario {job.name}: the suite table has no pinned kernel for {suite} "
+                        f"(a row of release {spec.release} with a pin, like trixie-backports)")
+        env["KERNEL_SOURCES"] = "\n".join(x for x in pinned[0].sources if x not in spec.sources)
+        env["KERNEL_PKGS"] = " ".join(pinned[0].kernel_packages(arch))
+    if "older-kernel" in job.needs:
+        env["KERNEL_META"] = " ".join(arch.kernel_packages())
+        env["OLD_KERNEL_VERSION"] = older_kernel(spec, arch)
     if "next" in job.needs:
         repos["next"] = repo.build(work / "next", next_debs, [suite], [arch.name])
         env["NEXT_VERSION"] = repo_version() + NEXT_SUFFIX
@@ -433,6 +439,30 @@ def run_scenario(req, job, debs, next_debs):
         lines.append(f"FAIL the scenario hit its time-out ({fmt_secs(req.timeout or job.timeout)})")
         failed += 1
     return ScenarioResult(job.name, suite, tuple(kernels), tuple(lines), passed, failed, r.seconds, log_path)
+
+
+def older_kernel(spec, arch):
+    """The version of SPEC's kernel meta-package before the newest the archive offers (the
+    previous point release: trixie's 6.12.117-1 beside trixie-security's 6.12.118-1), asked of
+    the archive with a private apt (roots.Apt)."""
+    meta = arch.kernel_packages()[0]
+    apt = roots.Apt(cache() / "scenarios" / f".apt-{spec.name}", spec.sources)
+    versions = sorted({s["Version"] for s in apt.stanzas(meta) if s.get("Version")},
+                      key=functools.cmp_to_key(debian_vercmp), reverse=True)
+    shutil.rmtree(apt.dir, ignore_errors=True)
+    if len(versions) < 2:
+        raise Failure(f"the archive offers only {', '.join(versions) or 'no version'} of {meta} for "
+                      f"{spec.name}: no previous point release to start from (snapshot.debian.org has "
+                      "older ones; this scenario does not fetch from it yet)")
+    say(f"{meta}: {', '.join(versions)} in the archive; the machine starts on {versions[1]}")
+    return versions[1]
+
+
+def debian_vercmp(a, b):
+    """dpkg --compare-versions as a cmp function."""
+    if a == b:
+        return 0
+    return -1 if subprocess.run(["dpkg", "--compare-versions", a, "lt", b]).returncode == 0 else 1
 
 
 def scenario_table(results):
