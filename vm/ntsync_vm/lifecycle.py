@@ -1,5 +1,6 @@
 """`ntsync-vm lifecycle [--suite S]`: the package tests of debian/tests/ (autopkgtest form:
-debian/tests/control) in a cloud guest of the suite with this tree's .debs, the guest as the
+debian/tests/control) in a cloud guest of the suite with this tree's packages from the signed
+apt repository (repo.py; added to the guest's sources as a user adds it), the guest as the
 testbed (isolation-machine, needs-root, needs-reboot, needs-internet through QEMU's user
 network). By default the previous version (--old-version 0.9.0) is installed first, so the
 packages under test arrive as an upgrade. vm/guest/autopkgtest.sh runs the tests in the guest;
@@ -96,16 +97,18 @@ def old_debs(version):
     return out
 
 
-def make_input(path, tests, new, old):
+def make_input(path, tests, repo_dir, suite, old):
+    """The package tests' input: the runner, debian/tests, the plan, the new packages as the
+    signed repository REPO_DIR (of SUITE), the older version's packages OLD."""
     with tarfile.open(path, "w") as tf:
         tf.add(jobs.get("lifecycle", "testbed").script, "autopkgtest.sh")
         tf.add(REPO / "debian/tests", "src/debian/tests")
-        plan = "".join(f"{name} {','.join(sorted(r)) or '-'}\n" for name, r in tests).encode()
-        ti = tarfile.TarInfo("plan")
-        ti.size, ti.mode, ti.mtime = len(plan), 0o644, int(time.time())
-        tf.addfile(ti, io.BytesIO(plan))
-        for d in new:
-            tf.add(d, f"debs/new/{d.name}")
+        for name, text in (("plan", "".join(f"{name} {','.join(sorted(r)) or '-'}\n" for name, r in tests)),
+                           ("REPO_SUITE", suite + "\n")):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode, ti.mtime = len(text.encode()), 0o644, int(time.time())
+            tf.addfile(ti, io.BytesIO(text.encode()))
+        tf.add(repo_dir, "repo")
         for d in old:
             tf.add(d, f"debs/old/{d.name}")
     size = path.stat().st_size
@@ -251,7 +254,7 @@ def run_lifecycle(req):
     """The package tests of REQ in one cloud guest, judged: a Result."""
     arch, suite, tests = req.arch, req.suite, req.tests
     require_root("lifecycle (the guest image is built as root)")
-    ensure_host_tools([arch.qemu.binary, "qemu-img", "cloud-localds"])
+    ensure_host_tools([arch.qemu.binary, "qemu-img", "cloud-localds", "gpg", "apt-ftparchive"])
     if req.debs:
         new = sorted(p for p in req.debs.glob("*.deb") if "-dbgsym_" not in p.name)
         if not new:
@@ -270,7 +273,7 @@ def run_lifecycle(req):
     work.mkdir(parents=True)
     for oldrun in sorted(work.parent.iterdir())[:-6]:
         shutil.rmtree(oldrun, ignore_errors=True)
-    make_input(work / "in.tar", tests, new, old)
+    make_input(work / "in.tar", tests, repo.build(work / "repo", new, [suite], [arch.name]), suite, old)
     seed = make_seed(work, f"lc-{suite}", serial="apt-in", script="autopkgtest.sh", instance="lc")
     overlay = work / "disk.qcow2"
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(paths["disk"]), "-F", "qcow2", str(overlay)])
