@@ -81,7 +81,13 @@ add_repo() {
 	printf 'Types: deb\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$dir" "$SUITE" \
 		"$(dpkg -L "$(dpkg-deb -f "$kr" Package)" | grep '\.gpg$' | head -n 1)" \
 		>"/etc/apt/sources.list.d/$name.sources"
-	shown apt-get update || { bad "repo-$name" "apt-get update failed"; return 1; }
+	# Without the network (the scenario needs no archive) apt-get update reads our source alone.
+	local only=()
+	[ "$NET" = 1 ] || only=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$ST/sources.d"
+		-o APT::Get::List-Cleanup=0)
+	mkdir -p "$ST/sources.d"
+	cp "/etc/apt/sources.list.d/$name.sources" "$ST/sources.d/"
+	shown apt-get update "${only[@]}" || { bad "repo-$name" "apt-get update failed"; return 1; }
 }
 
 # our_packages DIR: the names of the packages in repository DIR (not the keyring)

@@ -127,7 +127,8 @@ step_remove() {
 	shown dkms status
 	check remove-dkms "dkms status lists no ntsync" sh -c "! grep -q ntsync '$ST/last.out'"
 	local left
-	left=$(find /lib/modules /usr/src /var/lib/dkms -name '*ntsync*' 2>/dev/null)
+	left=$(find /lib/modules -path '*/updates/*' -name 'ntsync*' 2>/dev/null
+		find /usr/src /var/lib/dkms -maxdepth 1 -name 'ntsync*' 2>/dev/null)
 	check remove-files "no module, source or DKMS tree of ntsync left${left:+: $left}" test -z "$left"
 	shown modprobe -r ntsync
 	rc=$?
