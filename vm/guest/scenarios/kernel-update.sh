@@ -8,13 +8,17 @@
 #             headers); reboot into that kernel
 #   old       the image's newer kernel purged: a machine on the previous point
 #             release; our packages from the signed repository, ours loaded
-#   upgrade   apt upgrade: the new kernel and headers, DKMS builds ours for
-#             it, no error; reboot into it
+#   no_headers  a fault first: the headers' meta-package held, apt upgrade
+#             brings the new kernel without its headers: DKMS builds nothing
+#             for it and names the package to install, the kernel package is
+#             configured (dpkg --audit), ours goes on working on the old kernel
+#   upgrade   the hold lifted, apt upgrade: the headers come, DKMS builds ours
+#             for the new kernel, no error; reboot into it
 #   new       ours loaded at boot, the conformance suite (ntsync-run-tests)
 #             passes; the old kernel purged: its DKMS build goes with it,
 #             nothing of it left behind
 # shellcheck disable=SC2034  # STEPS is read by scenario.sh
-STEPS=(prepare old upgrade new)
+STEPS=(prepare old no_headers upgrade new)
 : "${KERNEL_META:?}" "${OLD_KERNEL_VERSION:?}"
 
 no_apt_errors() {
@@ -61,16 +65,41 @@ step_old() {
 	shown apt list --upgradable
 }
 
+step_no_headers() {
+	local t0=$SECONDS rc new old headers
+	old=$(cat "$ST/old-kernel")
+	headers=$(echo "$KERNEL_META" | tr ' ' '\n' | grep headers)
+	check hold-headers "apt-mark hold $headers" shown apt-mark hold "$headers"
+	shown apt upgrade -y
+	rc=$?
+	check noh-apt "apt upgrade without the headers: exit $rc after $((SECONDS - t0)) s" test "$rc" = 0
+	new=$(kernels | head -n 1)
+	echo "$new" >"$ST/new-kernel"
+	check noh-new-kernel "apt upgrade brought a newer kernel: $new" test "$new" != "$old"
+	check noh-no-headers "without its headers (no /lib/modules/$new/build/Makefile)" \
+		test ! -e "/lib/modules/$new/build/Makefile"
+	check noh-message "the user is told which package to install: linux-headers-$new" \
+		grep -Fq "linux-headers-$new" "$ST/last.out"
+	grep -Fi -e headers -e dkms "$ST/last.out" | while IFS= read -r l; do say "| (seen) $l"; done
+	check noh-nothing-built "nothing built for $new" \
+		sh -c "! ls /lib/modules/$new/updates/dkms/ntsync.ko* 2>/dev/null"
+	shown dpkg --audit
+	check noh-dpkg-audit "dpkg --audit: the kernel package is configured, nothing half-installed" \
+		test ! -s "$ST/last.out"
+	check noh-old-works "ours goes on working on $old (loaded: $(loaded_version))" \
+		sh -c "test '$(loaded_version)' = '$VERSION' && ntsync-info | grep -q '^verdict: WORKING'"
+	check unhold-headers "apt-mark unhold $headers" shown apt-mark unhold "$headers"
+}
+
 step_upgrade() {
 	local t0=$SECONDS rc new old
 	old=$(cat "$ST/old-kernel")
+	new=$(cat "$ST/new-kernel")
 	shown apt upgrade -y
 	rc=$?
 	check upgrade-apt "apt upgrade: exit $rc after $((SECONDS - t0)) s" test "$rc" = 0
 	check upgrade-no-error "no error from apt, dpkg or DKMS in its output" no_apt_errors
-	new=$(kernels | head -n 1)
-	echo "$new" >"$ST/new-kernel"
-	check upgrade-new-kernel "apt upgrade brought a newer kernel: $new" test "$new" != "$old"
+	check upgrade-new-kernel "the newest kernel is still $new" test "$(kernels | head -n 1)" = "$new"
 	check upgrade-headers "and its headers: /lib/modules/$new/build" test -e "/lib/modules/$new/build/Makefile"
 	shown dkms status
 	check upgrade-dkms "DKMS built ntsync $VERSION for $new" \
