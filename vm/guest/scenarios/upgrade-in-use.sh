@@ -3,7 +3,8 @@
 # /dev/ntsync and objects, as wineserver does, while apt-get installs a newer
 # version of our packages (NEXT_VERSION, built by the host from this tree) and
 # later while apt-get removes ntsync-dkms.
-#   install   this tree's packages from the signed repository; ours loaded
+#   install   an unreachable repository refused by apt-get update, naming it; this
+#             tree's packages from the signed repository; ours loaded
 #   upgrade   the holder running: apt-get install of NEXT_VERSION succeeds, the
 #             holder keeps working, the old module stays loaded, ntsync-info
 #             says it is older than the installed one and what to do; the
@@ -56,6 +57,18 @@ info_says() {
 }
 
 step_install() {
+	# A fault first: the repository unreachable (a folder that is not there). apt-get
+	# update must fail and name it, and nothing gets installed from it.
+	mkdir -p "$ST/gone.d"
+	printf 'Types: deb\nURIs: file:/var/tmp/no-such-repository\nSuites: %s\nComponents: main\n' "$SUITE" \
+		>"$ST/gone.d/gone.sources"
+	local rc
+	shown apt-get update -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$ST/gone.d" \
+		-o APT::Get::List-Cleanup=0
+	rc=$?
+	check unreachable-update "apt-get update of an unreachable repository fails (exit $rc)" test "$rc" != 0
+	check unreachable-message "and names it: $(grep -m1 "^E:" "$ST/last.out")" \
+		grep -q "no-such-repository.* Release" "$ST/last.out"
 	add_repo "$IN/repo" ours || finish
 	mapfile -t PKGS < <(our_packages "$IN/repo")
 	check apt-install "apt-get install ${PKGS[*]} ($VERSION) from the signed repository" \
