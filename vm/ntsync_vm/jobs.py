@@ -110,9 +110,9 @@ JOBS = (
         "process holds /dev/ntsync and objects; a reboot between", timeout=2400, needs=("debs", "next")),
     Job("kernel-update", "scenario", "a machine on the previous point release of the suite's kernel with ours; "
         "apt upgrade brings the new kernel, DKMS builds, reboot into it, the suite; the old kernel purged",
-        timeout=3600, needs=("debs", "archive", "older-kernel")),
+        timeout=5400, needs=("debs", "archive", "older-kernel")),
     Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
-        "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=3600,
+        "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=5400,
         needs=("debs", "archive", "pinned-kernel")),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
