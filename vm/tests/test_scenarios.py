@@ -95,6 +95,18 @@ class Judge(unittest.TestCase):
         for want, got in zip(FIRST_FAILS, fails):
             self.assertTrue(got.startswith(want), (want, got))
 
+    def test_recorded_kernel_update(self):
+        # The first kernel-update run (2026-12-07, 6.12.117 -> 6.12.118, three boots): 33
+        # passed, 1 failed: DKMS's own message for the kernel without headers named no package.
+        text = (DATA / "failing" / "kernel-update-headers.console").read_text(errors="replace")
+        out, passed, failed, kernels = lifecycle.judge_scenario(text)
+        self.assertEqual((passed, failed), (33, 1))
+        self.assertEqual(kernels, ["6.12.118+deb13-cloud-amd64", "6.12.117+deb13-cloud-amd64",
+                                   "6.12.118+deb13-cloud-amd64"])
+        self.assertEqual([line.strip().split(" ")[1] for line in out if line.strip().startswith("FAIL")],
+                         ["noh-message"])
+        self.assertIn("PASS kernel taint 12288", out[-1])
+
     def test_mended_passes(self):
         out, passed, failed, kernels = lifecycle.judge_scenario(first_run_mended())
         self.assertEqual((passed, failed), (35, 0), [line for line in out if "FAIL" in line])
