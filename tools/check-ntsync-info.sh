@@ -79,6 +79,33 @@ expect_json .driver.kind out-of-tree
 expect_json .driver.version 1.0.0
 expect_json .driver.out_of_tree true
 expect_json .driver.dkms_file "/lib/modules/$rel/updates/dkms/ntsync.ko.xz"
+expect_json .driver.installed_version null
+expect_json .driver.loaded_vs_installed removed
+expect_rc 1 "removed package, module loaded: text" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --device "$tmp/no-such-node"
+if grep -q '^installed: no ntsync-dkms .*the loaded module 1.0.0 stays' "$tmp/out"; then
+	ok "removed package, module loaded: the installed line says so"
+else
+	bad "removed package, module loaded: no 'installed: no ntsync-dkms' line"
+	sed 's/^/# /' "$tmp/out"
+fi
+# The package upgraded while the module was in use: the loaded one is older.
+mkdir -p "$tmp/oot/usr/src/ntsync-1.0.0+test1"
+: >"$tmp/oot/usr/src/ntsync-1.0.0+test1/dkms.conf"
+expect_rc 1 "fake module older than the installed package" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.installed_version 1.0.0+test1
+expect_json .driver.loaded_vs_installed older
+expect_rc 1 "older module: text" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --device "$tmp/no-such-node"
+if grep -q '^installed: ntsync-dkms 1.0.0+test1; the loaded module (1.0.0) is older' "$tmp/out"; then
+	ok "older module: the installed line says so"
+else
+	bad "older module: no 'installed: ... is older' line"
+	sed 's/^/# /' "$tmp/out"
+fi
+rm -r "$tmp/oot/usr/src/ntsync-1.0.0+test1"
+mkdir -p "$tmp/oot/usr/src/ntsync-1.0.0"
+: >"$tmp/oot/usr/src/ntsync-1.0.0/dkms.conf"
+expect_rc 1 "fake module, the installed version" env NTSYNC_INFO_SYSROOT="$tmp/oot" "$info" --json --device "$tmp/no-such-node"
+expect_json .driver.loaded_vs_installed same
 
 mkdir -p "$tmp/intree/sys/module/ntsync" "$tmp/intree/lib/modules/$rel/kernel/drivers/misc"
 # (no srcversion: not every in-tree module has one)

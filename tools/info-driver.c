@@ -50,6 +50,53 @@ void probe_device(void)
 	info.misc_registered = misc_has_ntsync();
 }
 
+/*
+ * The ntsync-dkms version installed (the source DKMS builds from,
+ * /usr/src/ntsync-VERSION/dkms.conf) next to the module loaded now.  After
+ * an upgrade while /dev/ntsync is in use, the running kernel keeps the old
+ * module until it is unloaded or the machine reboots; after a removal, the
+ * module stays loaded but its file is gone, so 'modprobe -r' (which looks
+ * the name up in modules.dep) answers "Module ntsync not found": only rmmod
+ * unloads it.
+ */
+static void probe_installed(void)
+{
+	static const char prefix[] = "/usr/src/ntsync-", suffix[] = "/dkms.conf";
+	char file[TEXT];
+	size_t n;
+	int c;
+
+	if (find_file("/usr/src/ntsync-*/dkms.conf", file, sizeof(file))) {
+		n = strlen(file) - strlen(prefix) - strlen(suffix);
+		if (n >= sizeof(info.installed_version))
+			n = sizeof(info.installed_version) - 1;
+		memcpy(info.installed_version, file + strlen(prefix), n);
+		info.installed_version[n] = 0;
+	}
+	info.installed_state = "";
+	if (!info.module_loaded || !info.out_of_tree || !info.mod_version[0])
+		return;
+	if (!info.installed_version[0]) {
+		info.installed_state = "removed";
+		fmt(info.installed_text, sizeof(info.installed_text),
+		    "no ntsync-dkms (no /usr/src/ntsync-*/): the loaded module "
+		    "%s stays until it is unloaded or the machine reboots",
+		    info.mod_version);
+		return;
+	}
+	c = strverscmp(info.mod_version, info.installed_version);
+	info.installed_state = c == 0 ? "same" : c < 0 ? "older" : "newer";
+	if (c == 0)
+		fmt(info.installed_text, sizeof(info.installed_text),
+		    "ntsync-dkms %s, the version loaded", info.installed_version);
+	else
+		fmt(info.installed_text, sizeof(info.installed_text),
+		    "ntsync-dkms %s; the loaded module (%s) is %s: %s takes "
+		    "over when the module is next loaded", info.installed_version,
+		    info.mod_version, info.installed_state,
+		    info.installed_version);
+}
+
 void probe_driver(void)
 {
 	char pattern[TEXT * 2];
@@ -83,6 +130,7 @@ void probe_driver(void)
 	 */
 	if (info.module_loaded && !info.mod_initstate[0])
 		info.module_loaded = false;	/* built in, not a module */
+	probe_installed();
 	if (info.module_loaded && info.out_of_tree) {
 		info.driver_kind = "out-of-tree";
 		fmt(info.driver_text, sizeof(info.driver_text),

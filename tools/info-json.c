@@ -103,6 +103,10 @@ void print_json(void)
 	json_str_or_null(info.dkms_file);
 	printf(", \"in_tree_file\": ");
 	json_str_or_null(info.intree_file);
+	printf(", \"installed_version\": ");
+	json_str_or_null(info.installed_version);
+	printf(", \"loaded_vs_installed\": ");
+	json_str_or_null(info.installed_state);
 	printf("},\n");
 	print_secure_boot_json();
 	printf("  \"checks\": [");

@@ -68,6 +68,8 @@ void print_text(void)
 		       info.mod_srcversion[0] ? info.mod_srcversion : "-",
 		       info.mod_taint,
 		       info.mod_initstate[0] ? ", " : "", info.mod_initstate);
+	if (info.installed_text[0])
+		printf("installed: %s\n", info.installed_text);
 	printf("secure boot: %s; lockdown: %s; DKMS key: %s\n", info.sb_text,
 	       info.lockdown[0] ? info.lockdown : "unknown", info.key_text);
 	if (info.nchecks) {

@@ -73,4 +73,22 @@ void decide(void)
 		    "WORKING: %s works, %d of %d live checks passed (driver: %s)",
 		    info.path, info.passed, info.nchecks, info.driver_text);
 	}
+	if (info.hint[0] || !info.installed_state || !info.installed_state[0] ||
+	    strcmp(info.installed_state, "same") == 0)
+		return;
+	if (strcmp(info.installed_state, "removed") == 0)
+		fmt(info.hint, sizeof(info.hint),
+		    "ntsync-dkms is removed but its module %s is still loaded: "
+		    "to unload it, end every program using %s (Wine: "
+		    "'wineserver -k'), then run 'rmmod ntsync' as root "
+		    "('modprobe -r ntsync' answers 'Module ntsync not found': "
+		    "the module's file is gone), or reboot",
+		    info.mod_version, info.path);
+	else
+		fmt(info.hint, sizeof(info.hint),
+		    "ntsync %s is loaded, ntsync-dkms %s is installed: to use "
+		    "%s now, end every program using %s (Wine: 'wineserver "
+		    "-k'), then run 'modprobe -r ntsync && modprobe ntsync' as "
+		    "root; or reboot", info.mod_version, info.installed_version,
+		    info.installed_version, info.path);
 }

@@ -92,6 +92,12 @@ struct info_state {
 	bool out_of_tree;
 	char dkms_file[TEXT];
 	char intree_file[TEXT];
+	/* the ntsync-dkms source installed (/usr/src/ntsync-VERSION), and
+	 * what a loaded module of ours is next to it: "same", "older",
+	 * "newer", "other", "removed" (no source left), or "" */
+	char installed_version[64];
+	const char *installed_state;
+	char installed_text[TEXT * 2];
 	const char *driver_kind;
 	char driver_text[TEXT * 2];
 

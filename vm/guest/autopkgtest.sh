@@ -4,10 +4,13 @@
 # this guest as the testbed.
 #
 # Its folder (/var/tmp/apt-in) holds the tree's debian/tests/ (src/), our new
-# packages (debs/new/), maybe an older version's (debs/old/, installed first
-# so that the new ones are an upgrade), and plan: one line per test, "NAME
-# RESTRICTIONS" (comma-separated).  For every test the new packages are
-# (re)installed (its Depends: all of them), then it runs from src/ with
+# packages as the signed apt repository (repo/, vm/ntsync_vm/repo.py; added
+# to apt's sources as a user adds it: the archive keyring package, a deb822
+# entry with Signed-By), maybe an older version's packages (debs/old/,
+# installed first so that the new ones are an upgrade), REPO_SUITE (the
+# repository's suite) and plan: one line per test, "NAME RESTRICTIONS"
+# (comma-separated).  For every test the new packages are (re)installed by
+# name from the repository (its Depends: all of them), then it runs from src/ with
 # AUTOPKGTEST_TMP and AUTOPKGTEST_ARTIFACTS set; /tmp/autopkgtest-reboot MARK
 # reboots the guest, and the test runs again with AUTOPKGTEST_REBOOT_MARK=MARK
 # (a systemd unit resumes this script at boot).  Exit 0 passes, 77 skips a
@@ -69,6 +72,23 @@ WantedBy=multi-user.target
 UNIT
 	systemctl enable vm-autopkgtest.service
 	echo 0 >"$ST/index"
+	# The signed repository, as a user adds it; its apt-get update reads that source alone
+	# (Debian's need the network, which only needs-internet tests have).
+	kr=$(find "$IN/repo/pool" -name '*-archive-keyring_*_all.deb' | head -n 1)
+	suite=$(cat "$IN/REPO_SUITE")
+	mkdir -p "$ST/sources.d"
+	printf 'Types: deb\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$IN/repo" "$suite" \
+		"$(dpkg-deb -c "$kr" | grep -o '/usr/share/keyrings/[^ ]*\.gpg$' | head -n 1)" >"$ST/sources.d/ours.sources"
+	if [ -n "$kr" ] && apt-get install -y "$kr" 2>&1 | while IFS= read -r l; do say "| setup $l"; done &&
+		cp "$ST/sources.d/ours.sources" /etc/apt/sources.list.d/ &&
+		apt-get update -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$ST/sources.d" \
+			-o APT::Get::List-Cleanup=0 2>&1 | while IFS= read -r l; do say "| setup $l"; done &&
+		sed -n 's/^Package: //p' "$IN/repo/dists/$suite/main/binary-$(dpkg --print-architecture)/Packages" |
+		grep -v -e '-dbgsym$' -e '-archive-keyring$' | sort -u >"$ST/packages" && [ -s "$ST/packages" ]; then
+		say "result setup-repository PASS the signed repository added: $(tr '\n' ' ' <"$ST/packages")"
+	else
+		say "result setup-repository FAIL adding the signed repository (keyring, sources, apt-get update) failed"
+	fi
 	if compgen -G "$IN/debs/old/*.deb" >/dev/null; then
 		if apt-get install -y "$IN"/debs/old/*.deb 2>&1 | while IFS= read -r l; do say "| setup $l"; done; then
 			say "result setup-old-version PASS the previous version's packages installed"
@@ -87,7 +107,8 @@ while [ "$i" -lt "${#plan[@]}" ]; do
 	mark=$(cat "$ST/mark" 2>/dev/null || true)
 	rm -f "$ST/mark"
 	if [ -z "$mark" ]; then
-		if ! apt-get install -y --allow-downgrades "$IN"/debs/new/*.deb 2>&1 |
+		mapfile -t pkgs <"$ST/packages"
+		if ! apt-get install -y --allow-downgrades "${pkgs[@]}" 2>&1 |
 			while IFS= read -r l; do say "| $name $l"; done; then
 			say "result $name FAIL installing its Depends (our packages) failed"
 			i=$((i + 1))

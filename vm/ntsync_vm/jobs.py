@@ -13,6 +13,8 @@ Kinds:
              vm/guest/jobs/NAME.sh (cloud.py)
   initramfs  a kernel booted with an initramfs whose /init is vm/guest/init/NAME.sh (boot.py)
   testbed    a cloud guest as autopkgtest's testbed: vm/guest/autopkgtest.sh (lifecycle.py)
+  scenario   a cloud guest living a part of a Debian machine's life, across reboots:
+             vm/guest/scenario.sh runs vm/guest/scenarios/NAME.sh (lifecycle.py --scenario)
   command    several guests in one command (cloud.py): no script of its own
   host       runs on the host or in a kernel root, no guest (./check)
 """
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from .util import VM_DIR, Usage
 
-KINDS = ("cloud", "initramfs", "testbed", "command", "host")
+KINDS = ("cloud", "initramfs", "testbed", "scenario", "command", "host")
 # Default suites by role, resolved by suites.default_for(): the default suite, the first one
 # with the in-tree driver (bench compares both), the debug kernel of build-kernel.
 ROLES = ("default", "in-tree", "debug")
@@ -34,7 +36,15 @@ ROLES = ("default", "in-tree", "debug")
 #   module   the module built for the boot's kernel (or the kernel's own, --in-tree)
 #   static   the static guest programs of the architecture (meson/build-static)
 #   intree   the kernel's own ntsync.ko beside ours
-NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree")
+#   next     a newer version of our packages built from this tree (VERSION+test1), as a
+#            second signed repository
+#   archive  Debian's archive through QEMU's user network
+#   older-kernel   the suite's previous point release of its kernel (the meta-packages'
+#            older version in the archive), which the guest installs and boots first
+#   pinned-kernel  the newer kernel of the same release from the suite table's pinned row
+#            (trixie-backports' 7.x): its sources line and packages
+NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree", "next", "archive",
+         "older-kernel", "pinned-kernel")
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,8 @@ class Job:
     @property
     def script(self):
         """The guest script (a Path), or None for kinds without one."""
-        sub = {"cloud": "jobs/{}.sh", "initramfs": "init/{}.sh", "testbed": "autopkgtest.sh"}.get(self.kind)
+        sub = {"cloud": "jobs/{}.sh", "initramfs": "init/{}.sh", "testbed": "autopkgtest.sh",
+               "scenario": "scenarios/{}.sh"}.get(self.kind)
         return VM_DIR / "guest" / sub.format(self.name) if sub else None
 
 
@@ -94,6 +105,15 @@ JOBS = (
         default="trixie-backports", timeout=1800, needs=("static",)),
     Job("lifecycle", "testbed", "the package's autopkgtests (debian/tests) in a cloud guest",
         timeout=3600, needs=("debs",)),
+    # The scenarios (`ntsync-vm lifecycle --scenario NAME|all`), in the order `all` runs them.
+    Job("upgrade-in-use", "scenario", "apt-get install of a newer version, then apt-get remove, while a "
+        "process holds /dev/ntsync and objects; a reboot between", timeout=2400, needs=("debs", "next")),
+    Job("kernel-update", "scenario", "a machine on the previous point release of the suite's kernel with ours; "
+        "apt upgrade brings the new kernel, DKMS builds, reboot into it, the suite; the old kernel purged",
+        timeout=5400, needs=("debs", "archive", "older-kernel")),
+    Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
+        "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=5400,
+        needs=("debs", "archive", "pinned-kernel")),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
 )
@@ -143,4 +163,4 @@ def scripts():
     drivers the scripts run under, not jobs)."""
     g = VM_DIR / "guest"
     return sorted(list((g / "jobs").glob("*.sh")) + [p for p in (g / "init").glob("*.sh") if p.name != "lib.sh"]
-                  + [g / "autopkgtest.sh"])
+                  + list((g / "scenarios").glob("*.sh")) + [g / "autopkgtest.sh"])
