@@ -88,6 +88,10 @@ class Arch:
         header packages leave it to the caller; trixie's and later set it themselves)."""
         return f"{self.gnu_type}-"
 
+    def cross_make_flags(self):
+        """make's ARCH= and CROSS_COMPILE= of a module build for this architecture on another."""
+        return [f"ARCH={self.kernel_arch}", f"CROSS_COMPILE={self.cross_compile}"]
+
     def cross_gcc(self, version):
         """Debian's cross compiler package of gcc VERSION for this architecture."""
         return f"gcc-{version}-{self.gnu_type.replace('_', '-')}"
@@ -125,9 +129,10 @@ ARCHES = {
         static_cross="meson/cross/amd64-static.ini", compat="i386", compat_cross="meson/cross/i386-static.ini",
         word_bits=64, endian="little", ioc_encoding="generic"),
     # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); those marked
-    # "unverified" no guest of the launcher has booted yet. No static cross file exists for
-    # them yet (meson/cross/, issue 37 part 2): static_cross None until it does. The header
-    # flavours were read from the archive (apt, every suite of suites.py).
+    # "unverified" no guest of the launcher has booted yet. The static programs are the cross
+    # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read from the archive (apt, every suite of suites.py). Their
+    # initramfs guests boot the kernel of those headers (roots.CrossKernel: fetched, extracted,
+    # the module cross-built against them), not kernel_flavour's (cloud-* is amd64's and arm64's).
     "arm64": Arch(
         name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
         # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
@@ -139,7 +144,8 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
                   cpu_bench="cortex-a57"),  # cpu_bench unverified
         boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat="armhf", compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/arm64-static.ini",
+        compat="armhf", compat_cross="meson/cross/armhf-static.ini",
         word_bits=64, endian="little", ioc_encoding="generic"),
     "armhf": Arch(
         name="armhf", uname="armv7l", gnu_type="arm-linux-gnueabihf",
@@ -149,7 +155,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-arm", package="qemu-system-arm", machine="virt",
                   cpu_bench="cortex-a15"),  # cpu_bench unverified
         boot="efi", grub_platform="arm-efi", grub_packages=("grub-efi-arm-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/armhf-static.ini", compat=None, compat_cross=None,
         word_bits=32, endian="little", ioc_encoding="generic"),
     "armel": Arch(
         name="armel", uname="armv5tel", gnu_type="arm-linux-gnueabi",
@@ -168,7 +174,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-i386", package="qemu-system-x86", machine="q35",
                   cpu_bench="qemu32"),  # qemu32 has PAE; unverified with 686-pae
         boot="bios-grub", grub_platform="i386-pc", grub_packages=("grub-pc-bin",),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/i386-static.ini", compat=None, compat_cross=None,
         word_bits=32, endian="little", ioc_encoding="generic"),
     "ppc64el": Arch(
         name="ppc64el", uname="ppc64le", gnu_type="powerpc64le-linux-gnu",
@@ -178,7 +184,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-ppc64", package="qemu-system-ppc", machine="pseries",
                   cpu_tcg="power9", cpu_bench="power9"),  # cpu models unverified
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/ppc64el-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="powerpc"),
     "s390x": Arch(
         name="s390x", uname="s390x", gnu_type="s390x-linux-gnu",
@@ -188,7 +194,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-s390x", package="qemu-system-misc", machine="s390-ccw-virtio",
                   cpu_bench="qemu", virtio="ccw"),  # cpu_bench unverified
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/s390x-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="big", ioc_encoding="generic"),
     "mips64el": Arch(
         name="mips64el", uname="mips64", gnu_type="mips64el-linux-gnuabi64",
@@ -199,7 +205,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-mips64el", package="qemu-system-mips", machine="malta",
                   cpu_tcg="5KEc", cpu_bench="5KEc"),  # unverified: whether its kernel boots there
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/mips64el-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="powerpc"),
     "riscv64": Arch(
         name="riscv64", uname="riscv64", gnu_type="riscv64-linux-gnu",
@@ -209,7 +215,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-riscv64", package="qemu-system-misc", machine="virt",
                   cpu_tcg="rv64", cpu_bench="rv64"),  # rv64: bookworm's QEMU 7.2 has no riscv "max"
         boot="efi", grub_platform="riscv64-efi", grub_packages=("grub-efi-riscv64-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/riscv64-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="generic"),
 }
 
