@@ -130,9 +130,10 @@ ARCHES = {
         word_bits=64, endian="little", ioc_encoding="generic"),
     # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); those marked
     # "unverified" no guest of the launcher has booted yet. The static programs are the cross
-    # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read from the archive (apt, every suite of suites.py). Their
-    # initramfs guests boot the kernel of those headers (roots.CrossKernel: fetched, extracted,
-    # the module cross-built against them), not kernel_flavour's (cloud-* is amd64's and arm64's).
+    # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read
+    # from the archive (apt, every suite of suites.py). Their initramfs guests boot the kernel
+    # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
+    # them), not kernel_flavour's (cloud-* is amd64's and arm64's).
     "arm64": Arch(
         name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
         # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
