@@ -242,27 +242,39 @@ def static_names(arch):
     return [arch.name] + ([arch.compat] if arch.compat else [])
 
 
-def why_no_guests(arch):
-    """Why the launcher cannot boot a guest of ARCH yet, or None when it can: a QEMU machine
-    and the static guest programs (a meson cross file) are what every guest needs."""
+# The kinds of guest: "initramfs" (ntsync-vm boot: a kernel and an initramfs, any row with a
+# QEMU machine and static programs) and "cloud" (a disk image of a Debian root: cloud guests,
+# the package tests; only the host's own architecture has image roots so far)
+GUEST_KINDS = ("initramfs", "cloud")
+
+
+def why_no_guests(arch, kind="initramfs"):
+    """Why the launcher cannot boot a guest of KIND (GUEST_KINDS) of ARCH yet, or None when it
+    can: a QEMU machine and the static guest programs (a meson cross file) are what every
+    guest needs; a cloud guest also needs an image root of that architecture (mmdebstrap
+    builds the host's own only: a foreign one needs qemu-user, issue 37 part 3)."""
+    assert kind in GUEST_KINDS, kind
     if arch.qemu is None:
         return f"{arch.name} is build-only: {arch.build_only}; kbuild builds for it"
     if not arch.static_cross:
         return (f"no static guest programs for {arch.name} yet (its row has no meson cross file); "
                 "kbuild builds for it")
+    if kind == "cloud" and arch.name != (host() or get()).name:
+        return (f"no cloud guests of {arch.name} yet (its image root would be foreign: mmdebstrap with "
+                f"qemu-user, not written); initramfs guests boot for it: ntsync-vm boot --arch {arch.name}")
     return None
 
 
-def guest_names():
-    """The architectures guests can be booted for: the --arch choices of the guest commands."""
-    return [n for n, a in ARCHES.items() if why_no_guests(a) is None]
+def guest_names(kind="initramfs"):
+    """The architectures guests of KIND can be booted for: the --arch choices of the guest commands."""
+    return [n for n, a in ARCHES.items() if why_no_guests(a, kind) is None]
 
 
-def for_guests(name):
-    """The row of NAME, when guests of it can boot (Usage naming why not, otherwise)."""
+def for_guests(name, kind="initramfs"):
+    """The row of NAME, when guests of KIND of it can boot (Usage naming why not, otherwise)."""
     from .util import Usage
     arch = get(name)
-    why = why_no_guests(arch)
+    why = why_no_guests(arch, kind)
     if why:
-        raise Usage(f"--arch {name}: {why}; guests boot for {', '.join(guest_names())}")
+        raise Usage(f"--arch {name}: {why}; {kind} guests boot for {', '.join(guest_names(kind))}")
     return arch

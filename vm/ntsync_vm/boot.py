@@ -588,7 +588,7 @@ def from_args(argv):
     ap.add_argument("--job", choices=[j.name for j in boot_jobs], required=True)
     ap.add_argument("--arch", default=arches.DEFAULT, metavar="ARCH",
                     help=f"the guest's architecture: {', '.join(arches.guest_names())} (default {arches.DEFAULT}; "
-                    "the table's others are built for by kbuild, not booted yet)")
+                    "the table's others are built for by kbuild, not booted)")
     ap.add_argument("--in-tree", action="store_true", help="smoke, fuzz: load the kernel's own ntsync.ko (7.x)")
     ap.add_argument("--seconds", type=whole, default=600, help="fuzz: fuzzing time for guest-abuse.sh (600)")
     ap.add_argument("--cycles", type=whole, help="fuzz: create/close cycles (1000000; 20000 on debug/kcsan)")

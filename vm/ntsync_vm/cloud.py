@@ -305,7 +305,7 @@ class Request:
             raise Usage(f"'-- {' '.join(cmd_args)}': only the exec job takes a command")
         if o.share and not Path(o.share).is_dir():
             raise Usage(f"--share {o.share}: not a folder")
-        arch = arches.for_guests(o.arch)
+        arch = arches.for_guests(o.arch, "cloud")
         if o.image and not Path(o.image).is_file():
             raise Usage(f"--image {o.image}: no such file; pass a Debian genericcloud qcow2 "
                         f"(debian-13-genericcloud-{arch.name}.qcow2 from Debian's cloud image site)")
@@ -769,8 +769,9 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     help=f"{suites.describe(image_only=True)}; default {suites.DEFAULT}, for bench "
                     f"{suites.bench_default()}")
     ap.add_argument("--arch", default=arches.DEFAULT, metavar="ARCH",
-                    help=f"the guest's architecture: {', '.join(arches.guest_names())} (default {arches.DEFAULT}; "
-                    "the table's others are built for by kbuild, not booted yet)")
+                    help=f"the guest's architecture: {', '.join(arches.guest_names('cloud'))} "
+                    f"(default {arches.DEFAULT}; "
+                    "the table's others: initramfs guests (ntsync-vm boot --arch) or kbuild only)")
     ap.add_argument("--driver", choices=["ours", "in-tree"], default="ours",
                     help=f"in-tree: use the kernel's own ntsync ({', '.join(suites.in_tree_names())} or --image only)")
     ap.add_argument("--image", metavar="FILE", help="boot this Debian genericcloud qcow2 instead of our image "

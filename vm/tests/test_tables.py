@@ -118,6 +118,14 @@ class ArchTable(unittest.TestCase):
             if name not in arches.guest_names():
                 with self.assertRaisesRegex(Usage, f"--arch {name}: .*kbuild builds for it"):
                     arches.for_guests(name)
+        # cloud guests (image roots) only of the host's architecture; initramfs guests of every
+        # row with a QEMU machine and a static cross file
+        self.assertEqual(arches.guest_names("cloud"), [(arches.host() or arches.get()).name])
+        self.assertEqual(arches.guest_names(), [n for n, a in arches.ARCHES.items() if a.qemu and a.static_cross])
+        for name in arches.guest_names():
+            if name not in arches.guest_names("cloud"):
+                with self.assertRaisesRegex(Usage, f"--arch {name}: no cloud guests of {name} yet"):
+                    arches.for_guests(name, "cloud")
 
     def test_nothing_else_names_an_architecture(self):
         # the grep: only the table (and the Wine build, whose PE side is x86-64) names one;
