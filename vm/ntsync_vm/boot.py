@@ -201,7 +201,8 @@ def job_smoke(o, work):
     k.initramfs(work / "initrd.gz", *init_files(o.job, files))
     name = o.job.name
     timed = o.job.timed
-    m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), arch=o.arch, name=f"ntsync-boot-{name}",
+    tag = k.name + ("" if o.arch.name == arches.DEFAULT else f"-{o.arch.name}")
+    m = qemu.Machine(console=log_path(f"boot-{name}-{tag}.log"), arch=o.arch, name=f"ntsync-boot-{name}",
                      mem=1024, smp=1 if timed else 2, cpu=o.arch.qemu.cpu_bench if timed else None, icount=timed,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
                      append=f"{o.console()} panic=-1 oops=panic" + (" quiet" if timed else ""))
@@ -252,7 +253,7 @@ def job_suite(o, work):
     if len(names) > 1:
         files["compat"] = out / names[1]
     k.initramfs(work / "initrd.gz", *init_files(o.job, files))
-    tag = f"{k.name}-{o.arch.name}" + ("-intree" if o.in_tree else "")
+    tag = k.name + ("" if o.arch.name == arches.DEFAULT else f"-{o.arch.name}") + ("-intree" if o.in_tree else "")
     m = qemu.Machine(console=log_path(f"boot-suite-{tag}.log"), arch=o.arch, name="ntsync-boot-suite",
                      mem=1024, smp=2, kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
                      append=f"{o.console()} panic=-1 oops=panic")
