@@ -15,8 +15,8 @@ insmod /ntsync.ko && mark dev "$(ls -l /dev/ntsync)"
 mark version "$(cat /sys/module/ntsync/version 2>/dev/null || echo in-tree)"
 mark uname "$(uname -m) $(uname -r)"
 for abi in native compat; do
-	[ -d /$abi ] || continue
-	for t in /$abi/test-*; do
+	[ -d "/$abi" ] || continue
+	for t in "/$abi"/test-*; do
 		[ -x "$t" ] || continue
 		mark suite-group "$abi" "${t##*/}"
 		"$t"
