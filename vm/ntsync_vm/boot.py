@@ -241,7 +241,24 @@ def judge_smoke(text, name, bench=False, prog="boot", exit_mark="smoke-exit"):
 
 # ------------------------------------------------------------------ suite
 
+@dataclasses.dataclass(frozen=True)
+class SuiteResult:
+    """What one suite boot gave (the matrix's initramfs rows): the counts of every ABI added
+    up, the verdict, the kernel, the console log."""
+    rc: int
+    passed: int
+    failed: int
+    skipped: int
+    release: str
+    console: Path
+    seconds: float
+
+
 def job_suite(o, work):
+    return run_suite(o, work).rc
+
+
+def run_suite(o, work):
     k = Kernel(o.kernel, arch=o.arch)
     if o.in_tree:
         k.in_tree_ko(work / "ntsync.ko")
@@ -259,7 +276,10 @@ def job_suite(o, work):
                      append=f"{o.console()} panic=-1 oops=panic")
     text, seconds = boot(m, console.timeout_for("boot", o.job.timeout),
                          who=f"{k.release} ({k.name}, {o.arch.name}), the suite of {', '.join(names)}")
-    return judge_suite(text, names, seconds)
+    rc = judge_suite(text, names, seconds)
+    counts = suite_counts(console.clean_lines(text)).values()
+    return SuiteResult(rc, *(sum(c[i] for c in counts) for i in range(3)), release=k.release,
+                       console=m.console, seconds=seconds)
 
 
 CMOCKA_TOTAL = re.compile(r"^\[  (PASSED|FAILED|SKIPPED) *\] (\d+) test")

@@ -189,6 +189,20 @@ def matrix_plan():
     return plan + [(n, "in-tree") for n in names(image_only=True) if SUITES[n].in_tree]
 
 
+def arch_plan(arch_names, only=None):
+    """(architecture, suite, driver) of the matrix's initramfs rows: each of ARCH_NAMES (rows of
+    the architecture table that boot initramfs guests) on every suite that has it (ONLY: those
+    suites), with ours; the kernel's own driver too where that kernel has it."""
+    plan = []
+    for a in arch_names:
+        for n in names():
+            if a in SUITES[n].architectures and (not only or n in only):
+                plan.append((a, n, "ours"))
+                if SUITES[n].in_tree:
+                    plan.append((a, n, "in-tree"))
+    return plan
+
+
 def describe(image_only=False):
     """'bookworm (6.1), trixie (6.12), ...' for help texts; old names said."""
     out = []
