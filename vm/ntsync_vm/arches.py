@@ -179,7 +179,7 @@ ARCHES = {
         word_bits=32, endian="little", ioc_encoding="generic"),
     "ppc64el": Arch(
         name="ppc64el", uname="ppc64le", gnu_type="powerpc64le-linux-gnu",
-        kernel_flavour="powerpc64le", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_flavour="powerpc64le", kernel_image="vmlinux",  # /boot/vmlinux-KREL (6.12.113, extracted)
         kernel_arch="powerpc", kernel_build_image="vmlinux", defconfig_extra=(),
         console="hvc0", console_speed="",
         qemu=Qemu(binary="qemu-system-ppc64", package="qemu-system-ppc", machine="pseries",
@@ -200,7 +200,7 @@ ARCHES = {
     "mips64el": Arch(
         name="mips64el", uname="mips64", gnu_type="mips64el-linux-gnuabi64",
         # 5kc-malta is the flavour -M malta runs (bookworm also has mips64r2el, loongson-3, octeon)
-        kernel_flavour="5kc-malta", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_flavour="5kc-malta", kernel_image="vmlinuz",  # /boot/vmlinuz-KREL: a self-decompressing ELF
         kernel_arch="mips", kernel_build_image="vmlinux", defconfig_extra=(),
         console="ttyS0", console_speed="115200",
         qemu=Qemu(binary="qemu-system-mips64el", package="qemu-system-mips", machine="malta",
