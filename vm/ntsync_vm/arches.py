@@ -68,6 +68,10 @@ class Arch:
     # flavours exist only on amd64 and arm64
     kbuild_flavour: str = None
     build_only: str = None      # why no guest of it boots (then qemu is None): the W=1 matrix only
+    # check: the initramfs jobs ./check boots on this architecture when it is not the host's
+    # (on the suites whose rows name the job), only where the suite's cross root is cached
+    # (`ntsync-vm suites --job JOB --cross`): cold, a cross root costs many minutes
+    check: tuple = ()
 
     def kernel_packages(self, pin=""):
         """The suite's kernel and headers for this architecture (PIN: "/trixie-backports")."""
@@ -149,7 +153,9 @@ ARCHES = {
         boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),  # unverified
         secure_boot=None, static_cross="meson/cross/arm64-static.ini",
         compat="armhf", compat_cross="meson/cross/armhf-static.ini",
-        word_bits=64, endian="little", ioc_encoding="generic"),
+        word_bits=64, endian="little", ioc_encoding="generic",
+        # the smoke boot: about 30 s a suite under TCG once the kernel and programs are cached
+        check=("smoke",)),
     "armhf": Arch(
         name="armhf", uname="armv7l", gnu_type="arm-linux-gnueabihf",
         kernel_flavour="armmp-lpae", kernel_image="vmlinuz",

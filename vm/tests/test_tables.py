@@ -105,6 +105,11 @@ class ArchTable(unittest.TestCase):
             self.assertEqual(arches.static_names(a)[0], name)
             self.assertEqual(a.qemu is None, bool(a.build_only), name)
             self.assertTrue(a.headers_flavour, name)
+            # ./check's boots on other architectures: initramfs jobs ./check runs, on a row that boots
+            for j in a.check:
+                self.assertEqual(jobs.get(j, "initramfs").kind, "initramfs", name)
+                self.assertIn(j, jobs.checked(), name)
+                self.assertIsNone(arches.why_no_guests(a), name)
         self.assertIn(arches.DEFAULT, arches.ARCHES)
         amd64 = arches.get("amd64")
         self.assertEqual(amd64.kernel_packages("/trixie-backports"),
