@@ -320,6 +320,16 @@ class SmokeVerdict(unittest.TestCase):
         self.assertIn("smoke: 111 passed, 0 failed", out.splitlines())
         self.assertIn("== rmmod ok", out.splitlines())
 
+    def test_recorded_other_architectures(self):
+        # the launcher's own initramfs guests of issue 37 (TCG, cross-built module, that
+        # architecture's busybox and static ntsync-smoke): each console judged as amd64's is
+        for arch in ("arm64", "armhf", "ppc64el", "s390x", "riscv64"):
+            text = (DATA / f"smoke-trixie-{arch}.console").read_text(errors="replace")
+            self.assertFalse(console.boot_crash(DATA / f"smoke-trixie-{arch}.console"), arch)
+            rc, out, err = quiet(boot.judge_smoke, text, "trixie")
+            self.assertEqual(rc, 0, arch + out + err)
+            self.assertIn("smoke: 111 passed, 0 failed", out.splitlines(), arch)
+
     def test_each_gate_fails_it(self):
         cases = {
             "rmmod": self.text.replace("##ntsync## rmmod ok", "rmmod: can't unload module"),
