@@ -397,6 +397,15 @@ class SuiteVerdict(unittest.TestCase):
         counts = boot.suite_counts(console.clean_lines(self.console(compat=False, skip77=True)))
         self.assertEqual(counts, {"native": [3, 0, 1, []]})
 
+    def test_recorded_s390x(self):
+        # the launcher's s390x guest (big-endian, trixie 6.12.113, TCG): the whole suite
+        text = (DATA / "suite-trixie-s390x.console").read_text(errors="replace")
+        rc, out, err = quiet(boot.judge_suite, text, ["s390x"], 72)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("s390x (native): 193 passed, 0 failed, 1 skipped", out.splitlines())
+        rc, out, _ = quiet(boot.judge_suite, text, ["s390x", "armhf"])
+        self.assertEqual(rc, 1, "a compat ABI that never ran fails the verdict")
+
     def test_failures(self):
         cases = {
             "a failed case": (self.console(sem_failed=1), ["s390x", "x"]),
