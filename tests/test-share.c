@@ -437,6 +437,19 @@ static int take(struct peer *p, uint32_t slot)
 	return fd;
 }
 
+/*
+ * ioctl's number as /proc/PID/syscall gives it for a client: its own ABI's
+ * (SYS_ioctl: 16 on x86-64, 29 on arm64 and riscv64, 5015 on mips64, 54 on
+ * i386, 32-bit ARM, powerpc and s390x) or, for a 32-bit client on a 64-bit
+ * kernel with a compat ABI, that ABI's: 54 for i386 on x86-64 and for
+ * 32-bit ARM on arm64.
+ */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define COMPAT_SYS_IOCTL 54
+#else
+#define COMPAT_SYS_IOCTL SYS_ioctl
+#endif
+
 /* Is the (single-threaded) client asleep inside ioctl()? */
 static bool sleeps_in_ioctl(pid_t pid)
 {
@@ -468,8 +481,7 @@ static bool sleeps_in_ioctl(pid_t pid)
 		return true;
 	buf[n] = 0;
 	nr = atol(buf);
-	/* ioctl is 16 on x86-64 and 54 for an i386 process */
-	return nr == 16 || nr == 54;
+	return nr == SYS_ioctl || nr == COMPAT_SYS_IOCTL;
 }
 
 /* Start a wait in the client and return once it sleeps in the driver. */

@@ -24,6 +24,8 @@ class Qemu:
     cpu_kvm: str = "host"       # -cpu under KVM (a host of the same architecture)
     cpu_bench: str = "max"      # a fixed model for figures that must repeat (-icount)
     virtio: str = "pci"         # the virtio transport: virtio-blk-pci, virtio-blk-ccw, ...
+    max_smp: int = 0            # the most vCPUs a guest boots with (0: no limit)
+    max_mem: int = 0            # the most MiB a guest boots with (0: no limit)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,10 @@ class Arch:
     # flavours exist only on amd64 and arm64
     kbuild_flavour: str = None
     build_only: str = None      # why no guest of it boots (then qemu is None): the W=1 matrix only
+    # check: the initramfs jobs ./check boots on this architecture when it is not the host's
+    # (on the suites whose rows name the job), only where the suite's cross root is cached
+    # (`ntsync-vm suites --job JOB --cross`): cold, a cross root costs many minutes
+    check: tuple = ()
 
     def kernel_packages(self, pin=""):
         """The suite's kernel and headers for this architecture (PIN: "/trixie-backports")."""
@@ -87,6 +93,10 @@ class Arch:
         """CROSS_COMPILE= of a kernel build for this architecture on another (bookworm's
         header packages leave it to the caller; trixie's and later set it themselves)."""
         return f"{self.gnu_type}-"
+
+    def cross_make_flags(self):
+        """make's ARCH= and CROSS_COMPILE= of a module build for this architecture on another."""
+        return [f"ARCH={self.kernel_arch}", f"CROSS_COMPILE={self.cross_compile}"]
 
     def cross_gcc(self, version):
         """Debian's cross compiler package of gcc VERSION for this architecture."""
@@ -124,10 +134,14 @@ ARCHES = {
             vars="usr/share/OVMF/OVMF_VARS_4M.ms.fd"),
         static_cross="meson/cross/amd64-static.ini", compat="i386", compat_cross="meson/cross/i386-static.ini",
         word_bits=64, endian="little", ioc_encoding="generic"),
-    # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); those marked
-    # "unverified" no guest of the launcher has booted yet. No static cross file exists for
-    # them yet (meson/cross/, issue 37 part 2): static_cross None until it does. The header
-    # flavours were read from the archive (apt, every suite of suites.py).
+    # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); the launcher's
+    # initramfs guests (boot --arch, TCG, -cpu cpu_tcg) have since booted arm64, armhf, i386,
+    # ppc64el, s390x and riscv64 with them; facts marked "unverified" no guest has used yet
+    # (cpu_bench: no timed job ran; boot/grub: no cloud guest of these exists). The static programs are the cross
+    # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read
+    # from the archive (apt, every suite of suites.py). Their initramfs guests boot the kernel
+    # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
+    # them), not kernel_flavour's (cloud-* is amd64's and arm64's).
     "arm64": Arch(
         name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
         # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
@@ -139,8 +153,11 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
                   cpu_bench="cortex-a57"),  # cpu_bench unverified
         boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat="armhf", compat_cross=None,
-        word_bits=64, endian="little", ioc_encoding="generic"),
+        secure_boot=None, static_cross="meson/cross/arm64-static.ini",
+        compat="armhf", compat_cross="meson/cross/armhf-static.ini",
+        word_bits=64, endian="little", ioc_encoding="generic",
+        # the smoke boot: about 30 s a suite under TCG once the kernel and programs are cached
+        check=("smoke",)),
     "armhf": Arch(
         name="armhf", uname="armv7l", gnu_type="arm-linux-gnueabihf",
         kernel_flavour="armmp-lpae", kernel_image="vmlinuz",
@@ -149,7 +166,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-arm", package="qemu-system-arm", machine="virt",
                   cpu_bench="cortex-a15"),  # cpu_bench unverified
         boot="efi", grub_platform="arm-efi", grub_packages=("grub-efi-arm-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/armhf-static.ini", compat=None, compat_cross=None,
         word_bits=32, endian="little", ioc_encoding="generic"),
     "armel": Arch(
         name="armel", uname="armv5tel", gnu_type="arm-linux-gnueabi",
@@ -165,20 +182,23 @@ ARCHES = {
         kernel_flavour="686-pae", kernel_image="vmlinuz",
         kernel_arch="x86", kernel_build_image="arch/x86/boot/bzImage", defconfig_extra=(),
         console="ttyS0", console_speed="115200",
+        # qemu32 (Intel, with PAE) under TCG too: "max" on this AMD host is an AMD family-6 CPU,
+        # and the 32-bit kernel's K7 check then warns "This combination of AMD processors is not
+        # suitable for SMP" and taints (S) every 2-vCPU boot (seen with bookworm's 686-pae)
         qemu=Qemu(binary="qemu-system-i386", package="qemu-system-x86", machine="q35",
-                  cpu_bench="qemu32"),  # qemu32 has PAE; unverified with 686-pae
+                  cpu_tcg="qemu32", cpu_bench="qemu32"),
         boot="bios-grub", grub_platform="i386-pc", grub_packages=("grub-pc-bin",),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/i386-static.ini", compat=None, compat_cross=None,
         word_bits=32, endian="little", ioc_encoding="generic"),
     "ppc64el": Arch(
         name="ppc64el", uname="ppc64le", gnu_type="powerpc64le-linux-gnu",
-        kernel_flavour="powerpc64le", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_flavour="powerpc64le", kernel_image="vmlinux",  # /boot/vmlinux-KREL (6.12.113, extracted)
         kernel_arch="powerpc", kernel_build_image="vmlinux", defconfig_extra=(),
         console="hvc0", console_speed="",
         qemu=Qemu(binary="qemu-system-ppc64", package="qemu-system-ppc", machine="pseries",
-                  cpu_tcg="power9", cpu_bench="power9"),  # cpu models unverified
+                  cpu_tcg="power9", cpu_bench="power9"),  # power9 boots 6.12.113 under TCG; bench unverified
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/ppc64el-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="powerpc"),
     "s390x": Arch(
         name="s390x", uname="s390x", gnu_type="s390x-linux-gnu",
@@ -188,18 +208,21 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-s390x", package="qemu-system-misc", machine="s390-ccw-virtio",
                   cpu_bench="qemu", virtio="ccw"),  # cpu_bench unverified
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/s390x-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="big", ioc_encoding="generic"),
     "mips64el": Arch(
         name="mips64el", uname="mips64", gnu_type="mips64el-linux-gnuabi64",
         # 5kc-malta is the flavour -M malta runs (bookworm also has mips64r2el, loongson-3, octeon)
-        kernel_flavour="5kc-malta", kernel_image="vmlinux",  # kernel_image unverified
+        kernel_flavour="5kc-malta", kernel_image="vmlinuz",  # /boot/vmlinuz-KREL: a self-decompressing ELF
         kernel_arch="mips", kernel_build_image="vmlinux", defconfig_extra=(),
         console="ttyS0", console_speed="115200",
+        # bookworm's 6.1.0-50-5kc-malta boots under QEMU 7.2 with -smp 1 -m 256 (to the root
+        # mount; with or without nokaslr); with -smp 2 -m 1024 it printed nothing in 60 s (which
+        # of the two was not told apart): one vCPU, 256 MiB (its kernel has no CPS SMP for 5KEc)
         qemu=Qemu(binary="qemu-system-mips64el", package="qemu-system-mips", machine="malta",
-                  cpu_tcg="5KEc", cpu_bench="5KEc"),  # unverified: whether its kernel boots there
+                  cpu_tcg="5KEc", cpu_bench="5KEc", max_smp=1, max_mem=256),
         boot="none", grub_platform=None, grub_packages=(),
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/mips64el-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="powerpc"),
     "riscv64": Arch(
         name="riscv64", uname="riscv64", gnu_type="riscv64-linux-gnu",
@@ -209,7 +232,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-riscv64", package="qemu-system-misc", machine="virt",
                   cpu_tcg="rv64", cpu_bench="rv64"),  # rv64: bookworm's QEMU 7.2 has no riscv "max"
         boot="efi", grub_platform="riscv64-efi", grub_packages=("grub-efi-riscv64-bin",),  # unverified
-        secure_boot=None, static_cross=None, compat=None, compat_cross=None,
+        secure_boot=None, static_cross="meson/cross/riscv64-static.ini", compat=None, compat_cross=None,
         word_bits=64, endian="little", ioc_encoding="generic"),
 }
 
@@ -235,27 +258,39 @@ def static_names(arch):
     return [arch.name] + ([arch.compat] if arch.compat else [])
 
 
-def why_no_guests(arch):
-    """Why the launcher cannot boot a guest of ARCH yet, or None when it can: a QEMU machine
-    and the static guest programs (a meson cross file) are what every guest needs."""
+# The kinds of guest: "initramfs" (ntsync-vm boot: a kernel and an initramfs, any row with a
+# QEMU machine and static programs) and "cloud" (a disk image of a Debian root: cloud guests,
+# the package tests; only the host's own architecture has image roots so far)
+GUEST_KINDS = ("initramfs", "cloud")
+
+
+def why_no_guests(arch, kind="initramfs"):
+    """Why the launcher cannot boot a guest of KIND (GUEST_KINDS) of ARCH yet, or None when it
+    can: a QEMU machine and the static guest programs (a meson cross file) are what every
+    guest needs; a cloud guest also needs an image root of that architecture (mmdebstrap
+    builds the host's own only: a foreign one needs qemu-user, issue 37 part 3)."""
+    assert kind in GUEST_KINDS, kind
     if arch.qemu is None:
         return f"{arch.name} is build-only: {arch.build_only}; kbuild builds for it"
     if not arch.static_cross:
         return (f"no static guest programs for {arch.name} yet (its row has no meson cross file); "
                 "kbuild builds for it")
+    if kind == "cloud" and arch.name != (host() or get()).name:
+        return (f"no cloud guests of {arch.name} yet (its image root would be foreign: mmdebstrap with "
+                f"qemu-user, not written); initramfs guests boot for it: ntsync-vm boot --arch {arch.name}")
     return None
 
 
-def guest_names():
-    """The architectures guests can be booted for: the --arch choices of the guest commands."""
-    return [n for n, a in ARCHES.items() if why_no_guests(a) is None]
+def guest_names(kind="initramfs"):
+    """The architectures guests of KIND can be booted for: the --arch choices of the guest commands."""
+    return [n for n, a in ARCHES.items() if why_no_guests(a, kind) is None]
 
 
-def for_guests(name):
-    """The row of NAME, when guests of it can boot (Usage naming why not, otherwise)."""
+def for_guests(name, kind="initramfs"):
+    """The row of NAME, when guests of KIND of it can boot (Usage naming why not, otherwise)."""
     from .util import Usage
     arch = get(name)
-    why = why_no_guests(arch)
+    why = why_no_guests(arch, kind)
     if why:
-        raise Usage(f"--arch {name}: {why}; guests boot for {', '.join(guest_names())}")
+        raise Usage(f"--arch {name}: {why}; {kind} guests boot for {', '.join(guest_names(kind))}")
     return arch

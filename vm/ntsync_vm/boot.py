@@ -62,12 +62,19 @@ def init_files(job, files):
 
 class Kernel:
     """The kernel a boot job boots: its root (where the module is built), its image, release
-    and the headers' path inside the root."""
+    and the headers' path inside the root. A kernel of the host's architecture is the suite's
+    (its kernel root, installed); another architecture's is the suite's cross root with that
+    kernel fetched and extracted (roots.CrossKernel): the module is cross-built, the guest
+    gets that architecture's busybox."""
 
     def __init__(self, name, pattern="*", arch=None):
         self.name = name
         self.arch = arch or arches.get()
+        self.cross = None
+        self.busybox = None                # None: the host's (initramfs.static_busybox)
         if name in DEBUG_FLAVOURS:
+            if self.arch.name != roots.native_arch().name:
+                raise Usage(f"the {name} kernel is built for {roots.native_arch().name} only")
             base = cache() / f"{name}-kernel"
             self.root = base / "root"
             self.vmlinuz = self.root / DEBUG_TREE.lstrip("/") / self.arch.kernel_build_image
@@ -76,15 +83,28 @@ class Kernel:
             stamp = dict(line.split("=", 1) for line in (base / "stamp").read_text().splitlines() if "=" in line)
             self.release = stamp.get("kernel", "6.12-ntsync-" + name)
             self.kdir = DEBUG_TREE
+            self.modroot = self.root
+        elif self.arch.name != roots.native_arch().name:
+            self.name = suites.resolve(name)
+            if self.arch.name not in suites.get(self.name).architectures:
+                raise Usage(f"suite {self.name} has no {self.arch.name} kernel (its architectures: "
+                            f"{', '.join(suites.get(self.name).architectures)})")
+            self.cross = roots.CrossKernel(self.name, self.arch)
+            self.root, self.kdir, self.release = self.cross.root, self.cross.kdir, self.cross.release
+            self.vmlinuz, self.busybox, self.modroot = self.cross.image, self.cross.busybox, self.cross.files
+            if self.cross.note:
+                say(f"{self.arch.name} kernel of {self.name}: {self.cross.note}")
         else:
             self.name = suites.resolve(name)
             self.root = roots.kroot(self.name, self.arch)
             self.release, self.vmlinuz = roots.kernel_release(self.root, pattern, self.arch)
             self.kdir = f"/usr/src/linux-headers-{self.release}"
+            self.modroot = self.root
 
     def in_tree_ko(self, dest):
         """The kernel's own ntsync.ko, uncompressed (busybox insmod takes plain .ko)."""
-        found = sorted(Path(self.root, "lib/modules", self.release).rglob("ntsync.ko*"))
+        found = sorted(p for d in ("lib/modules", "usr/lib/modules")
+                       for p in Path(self.modroot, d, self.release).rglob("ntsync.ko*"))
         if not found:
             raise Usage(f"kernel {self.release} has no in-tree ntsync module (suites with it: "
                         f"{', '.join(suites.in_tree_names(image_only=False))})")
@@ -101,12 +121,19 @@ class Kernel:
 
     def build_ours(self, dest, work, src=REPO, flags=()):
         logf = Path(work) / "build.log"
-        ok, ko = roots.build_module(self.root, self.kdir, logf, src=src, dest="/tmp/ntsync-boot", flags=flags)
+        if self.cross:
+            ok, ko = self.cross.build_module(logf, src=src, flags=flags)
+        else:
+            ok, ko = roots.build_module(self.root, self.kdir, logf, src=src, dest="/tmp/ntsync-boot", flags=flags)
         if not ok:
             print(logf.read_text(errors="replace"), end="")
-            raise Failed(f"the module did not build against {self.name} ({self.kdir})")
+            raise Failed(f"the module did not build against {self.name} ({self.kdir}, {self.arch.name})")
         shutil.copy2(ko, dest)
-        roots.safe_rm(Path(str(self.root) + "/tmp/ntsync-boot"))
+        roots.safe_rm(ko.parent.parent)
+
+    def initramfs(self, dest, init, files):
+        """The guest's initramfs: /init, FILES and this architecture's busybox."""
+        return initramfs.build(dest, init, files, busybox=self.busybox)
 
 
 def boot(machine, timeout, tcg_only=False, who=""):
@@ -171,10 +198,11 @@ def job_smoke(o, work):
         files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
     else:  # a row of the job table with no runner of its own: every static program
         files.update({f"bin/{b.name}": b for b in bins.iterdir() if b.is_file() and not b.name.startswith(".")})
-    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
+    k.initramfs(work / "initrd.gz", *init_files(o.job, files))
     name = o.job.name
     timed = o.job.timed
-    m = qemu.Machine(console=log_path(f"boot-{name}-{k.name}.log"), arch=o.arch, name=f"ntsync-boot-{name}",
+    tag = k.name + ("" if o.arch.name == arches.DEFAULT else f"-{o.arch.name}")
+    m = qemu.Machine(console=log_path(f"boot-{name}-{tag}.log"), arch=o.arch, name=f"ntsync-boot-{name}",
                      mem=1024, smp=1 if timed else 2, cpu=o.arch.qemu.cpu_bench if timed else None, icount=timed,
                      kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
                      append=f"{o.console()} panic=-1 oops=panic" + (" quiet" if timed else ""))
@@ -211,6 +239,123 @@ def judge_smoke(text, name, bench=False, prog="boot", exit_mark="smoke-exit"):
     return rc
 
 
+# ------------------------------------------------------------------ suite
+
+@dataclasses.dataclass(frozen=True)
+class SuiteResult:
+    """What one suite boot gave (the matrix's initramfs rows): the counts of every ABI added
+    up, the verdict, the kernel, the console log."""
+    rc: int
+    passed: int
+    failed: int
+    skipped: int
+    release: str
+    console: Path
+    seconds: float
+
+
+def job_suite(o, work):
+    return run_suite(o, work).rc
+
+
+def run_suite(o, work):
+    k = Kernel(o.kernel, arch=o.arch)
+    if o.in_tree:
+        k.in_tree_ko(work / "ntsync.ko")
+    else:
+        k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
+    names = arches.static_names(o.arch)  # its own programs, and its compat ABI's when it has one
+    out = static.build(names)
+    files = {"ntsync.ko": work / "ntsync.ko", "native": out / names[0]}
+    if len(names) > 1:
+        files["compat"] = out / names[1]
+    k.initramfs(work / "initrd.gz", *init_files(o.job, files))
+    tag = k.name + ("" if o.arch.name == arches.DEFAULT else f"-{o.arch.name}") + ("-intree" if o.in_tree else "")
+    m = qemu.Machine(console=log_path(f"boot-suite-{tag}.log"), arch=o.arch, name="ntsync-boot-suite",
+                     mem=1024, smp=2, kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
+                     append=f"{o.console()} panic=-1 oops=panic")
+    text, seconds = boot(m, console.timeout_for("boot", o.job.timeout),
+                         who=f"{k.release} ({k.name}, {o.arch.name}), the suite of {', '.join(names)}")
+    rc = judge_suite(text, names, seconds)
+    counts = suite_counts(console.clean_lines(text)).values()
+    return SuiteResult(rc, *(sum(c[i] for c in counts) for i in range(3)), release=k.release,
+                       console=m.console, seconds=seconds)
+
+
+CMOCKA_TOTAL = re.compile(r"^\[  (PASSED|FAILED|SKIPPED) *\] (\d+) test")
+
+
+def suite_counts(lines):
+    """{abi: [passed, failed, skipped, [failed programs]]} of a suite boot's console LINES:
+    each program's cmocka totals between its suite-group and suite-exit marks; a program that
+    exits 77 skipped whole (one skip), one that exits non-zero without a failed case (a crash,
+    a time-out) is one failure."""
+    out, cur, got = {}, None, None
+    for line in lines:
+        mk = console.parse_mark(line)
+        if mk and mk[0] == "suite-group":
+            abi, _, prog = mk[1].partition(" ")
+            cur, got = (abi, prog), {"PASSED": 0, "FAILED": 0, "SKIPPED": 0}
+            out.setdefault(abi, [0, 0, 0, []])
+        elif mk and mk[0] == "suite-exit" and cur:
+            abi, prog = cur
+            rc = mk[1].rsplit(" ", 1)[-1]
+            c = out[abi]
+            if rc == "77" and not any(got.values()):
+                got["SKIPPED"] += 1
+            elif rc != "0" and not got["FAILED"]:
+                got["FAILED"] += 1
+            c[0] += got["PASSED"]
+            c[1] += got["FAILED"]
+            c[2] += got["SKIPPED"]
+            if got["FAILED"]:
+                c[3].append(prog)
+            cur = None
+        elif cur:
+            m = CMOCKA_TOTAL.match(line)
+            if m:
+                got[m.group(1)] += int(m.group(2))
+    return out
+
+
+def judge_suite(text, names, seconds=None, prog="boot"):
+    """The verdict of a suite boot: every ABI's programs ran and none failed, rmmod, taint,
+    the gates; prints each ABI's counts and the guest's times."""
+    lines = console.clean_lines(text)
+    marks = console.marks(text)
+    for line in map(console.shown, lines):
+        if re.match(r"^(== (dev|version|uname|suite-exit|rmmod)|\[  (FAILED|ERROR) |\[  FAILED  \] )", line):
+            print(line)
+    counts = suite_counts(lines)
+    rc = 0
+    for abi, name in zip(("native", "compat"), names):
+        if abi not in counts:
+            say(f"{prog}: the {name} programs ({abi}) never ran")
+            rc = 1
+            continue
+        p, f, s, failed = counts[abi]
+        print(f"{name} ({abi}): {p} passed, {f} failed, {s} skipped" + (f" ({' '.join(failed)})" if failed else ""))
+        rc |= 1 if f or not p else 0
+    times = dict(rest.split(" ", 1) for k, rest in marks if k == "uptime" and " " in rest)
+    try:
+        init, done = float(times["init"]), float(times["suite"])
+        print(f"times: kernel to /init {init:.1f} s, suite {done - init:.1f} s (guest clock)"
+              + (f", whole guest run {seconds:.0f} s" if seconds else ""))
+    except (KeyError, ValueError):
+        pass
+    if console.mark(marks, "end") is None:
+        say(f"{prog}: the guest did not finish")
+        rc = 1
+    if not any(k == "rmmod" and r == "ok" for k, r in marks):
+        say(f"{prog}: rmmod failed or never ran")
+        rc = 1
+    rc |= judge_taint(marks, prog)
+    if kernel_log_problems(lines):
+        say(f"{prog}: kernel log shows a report (above)")
+        rc = 1
+    return rc
+
+
 # ------------------------------------------------------------------ fuzz
 
 def job_fuzz(o, work):
@@ -236,7 +381,7 @@ def job_fuzz(o, work):
              "bin/guest-abuse.sh": REPO / "tests/fuzz/guest-abuse.sh", "fuzz-args": args + "\n"}
     if len(names) > 1:
         files["compat"] = out / names[1]
-    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
+    k.initramfs(work / "initrd.gz", *init_files(o.job, files))
     tag = k.name + ("-intree" if o.in_tree else f"-{Path(o.module_src).name}" if o.module_src else "")
     limit = (o.seconds + (o.concurrent or 0) + o.memcg) * 3 + cycles // 200 + o.linearize * 2 + 1800
     # KCSAN prints a report's stacks at the default level: without them the host could not
@@ -321,6 +466,9 @@ def job_upstream(o, work):
         raise Usage("no patches in upstream/")
     if suites.resolve(o.kernel) != o.job.default:
         raise Usage(f"--job upstream boots the 7.3 kernel: use {o.job.default}")
+    if o.arch.name != roots.native_arch().name:
+        raise Usage(f"--job upstream builds mainline's driver and the selftest in a kernel root of the host's "
+                    f"architecture; not for {o.arch.name}")
     k = Kernel(o.job.default, "7.3*", arch=o.arch)
     src = mainline_source()
     say(f"mainline ntsync from linux-source-7.3 {(src / '.version').read_text().strip()}, kernel {k.release}")
@@ -376,7 +524,7 @@ def job_upstream(o, work):
         files[f"bin/{t.name}"] = t
     # test-diff finds its recorded reference next to itself
     files["bin/differential-7.3.txt"] = bins / "differential-7.3.txt"
-    initramfs.build(work / "initrd.gz", *init_files(o.job, files))
+    k.initramfs(work / "initrd.gz", *init_files(o.job, files))
     m = qemu.Machine(console=log_path("upstream-check.log"), arch=o.arch, name="ntsync-boot-upstream", mem=1024,
                      smp=2, kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False,
                      append=f"{o.console()} panic=-1 oops=panic quiet")
@@ -436,7 +584,8 @@ def judge_upstream(text, prog="upstream"):
 
 # The host side of each initramfs row of the job table; a row without one is booted as the
 # smoke job is (the module, the architecture's static programs, its /init judged the same).
-RUNNERS = {"fuzz": lambda o, w: job_fuzz(o, w), "upstream": lambda o, w: job_upstream(o, w)}
+RUNNERS = {"fuzz": lambda o, w: job_fuzz(o, w), "suite": lambda o, w: job_suite(o, w),
+           "upstream": lambda o, w: job_upstream(o, w)}
 
 
 def whole(v):
@@ -460,7 +609,7 @@ def from_args(argv):
     ap.add_argument("--job", choices=[j.name for j in boot_jobs], required=True)
     ap.add_argument("--arch", default=arches.DEFAULT, metavar="ARCH",
                     help=f"the guest's architecture: {', '.join(arches.guest_names())} (default {arches.DEFAULT}; "
-                    "the table's others are built for by kbuild, not booted yet)")
+                    "the table's others are built for by kbuild, not booted)")
     ap.add_argument("--in-tree", action="store_true", help="smoke, fuzz: load the kernel's own ntsync.ko (7.x)")
     ap.add_argument("--seconds", type=whole, default=600, help="fuzz: fuzzing time for guest-abuse.sh (600)")
     ap.add_argument("--cycles", type=whole, help="fuzz: create/close cycles (1000000; 20000 on debug/kcsan)")

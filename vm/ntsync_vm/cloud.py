@@ -305,7 +305,7 @@ class Request:
             raise Usage(f"'-- {' '.join(cmd_args)}': only the exec job takes a command")
         if o.share and not Path(o.share).is_dir():
             raise Usage(f"--share {o.share}: not a folder")
-        arch = arches.for_guests(o.arch)
+        arch = arches.for_guests(o.arch, "cloud")
         if o.image and not Path(o.image).is_file():
             raise Usage(f"--image {o.image}: no such file; pass a Debian genericcloud qcow2 "
                         f"(debian-13-genericcloud-{arch.name}.qcow2 from Debian's cloud image site)")
@@ -628,6 +628,8 @@ class Row:
     differential: str = "-"
     case: str = ""                     # secure-boot: a or b
     key: str = ""                      # secure-boot: DKMS's key enrolled or not
+    arch: str = arches.DEFAULT         # matrix: the guest's architecture
+    guest: str = "cloud"               # matrix: cloud (packages, DKMS) or initramfs (boot --job suite)
 
 
 def row_of(res, code, seconds, **kw):
@@ -718,17 +720,43 @@ def differential(res):
     return "-"
 
 
-def job_matrix(req, only=None):
+def arch_rows(names, only):
+    """The matrix's initramfs rows: `ntsync-vm boot SUITE --arch ARCH --job suite` on every
+    (architecture, suite, driver) of suites.arch_plan (ONLY: those suites)."""
+    from . import boot
+    rows = []
+    for arch, suite, driver in suites.arch_plan(names, only):
+        log(f"matrix: {arch} {suite} / {driver} (initramfs)")
+        t = time.monotonic()
+        o = boot.BootRequest(job=jobs.get("suite", "initramfs"), kernel=suite, arch=arches.get(arch),
+                             in_tree=driver == "in-tree")
+        kernel = suites.SUITES[suite].series
+        try:
+            with tempfile.TemporaryDirectory(prefix="ntsync-boot-") as work:
+                r = boot.run_suite(o, Path(work))
+            rows.append(Row(suite=suite, kernel=r.release, driver=driver, arch=arch, guest="initramfs",
+                            summary=Summary(r.passed, r.failed, r.skipped),
+                            gates="clean" if r.rc == 0 else f"FAIL (see {r.console})",
+                            seconds=time.monotonic() - t, ok=r.rc == 0, console=r.console))
+        except Failure as e:
+            rows.append(Row(suite=suite, kernel=kernel, driver=driver, arch=arch, guest="initramfs",
+                            gates=str(e).splitlines()[0], seconds=time.monotonic() - t))
+    return rows
+
+
+def job_matrix(req, only=None, arch_names=(), cloud_rows=True):
     """The suite on every (suite, driver) of the suite table's matrix plan (ONLY: those
-    suites), one table. A row that fails is a failed row; the matrix goes on."""
-    plan = suites.matrix_plan()
-    if only:
-        wanted = [suites.resolve(x, image_only=True) for x in only.split(",")]
+    suites), in cloud guests of the host's architecture, then (ARCH_NAMES) in initramfs guests
+    of those architectures on every suite that has them; one table. A row that fails is a
+    failed row; the matrix goes on. CLOUD_ROWS False: the initramfs rows only."""
+    plan = suites.matrix_plan() if cloud_rows else []
+    wanted = [suites.resolve(x) for x in only.split(",")] if only else None
+    if wanted:
         plan = [p for p in plan if p[0] in wanted]
     # One build of the packages and of the compat suite for every row, even if the tree
     # changes meanwhile.
-    debs = None if req.debs or req.no_debs else build_debs()
-    compat_dir = build_compat_suite(req.arch) if req.compat and req.arch.compat else None
+    debs = None if req.debs or req.no_debs or not plan else build_debs()
+    compat_dir = build_compat_suite(req.arch) if plan and req.compat and req.arch.compat else None
     rows = []
     for suite, driver in plan:
         r = dataclasses.replace(req, suite=suite, driver=driver, job=jobs.get("test", "cloud"))
@@ -740,7 +768,9 @@ def job_matrix(req, only=None):
             rows.append(row_of(res, code, time.monotonic() - t, differential=differential(res)))
         except Failure as e:
             rows.append(failed_row(r, e, time.monotonic() - t))
-    return print_table(rows, (("suite", lambda r: r.suite), ("kernel", lambda r: r.kernel),
+    rows += arch_rows(arch_names, wanted)
+    return print_table(rows, (("arch", lambda r: r.arch), ("guest", lambda r: r.guest),
+                              ("suite", lambda r: r.suite), ("kernel", lambda r: r.kernel),
                               ("driver", lambda r: r.driver), *COUNTS, ("differential", lambda r: r.differential),
                               ("kernel log", lambda r: r.gates[:60]), *END))
 
@@ -769,8 +799,9 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     help=f"{suites.describe(image_only=True)}; default {suites.DEFAULT}, for bench "
                     f"{suites.bench_default()}")
     ap.add_argument("--arch", default=arches.DEFAULT, metavar="ARCH",
-                    help=f"the guest's architecture: {', '.join(arches.guest_names())} (default {arches.DEFAULT}; "
-                    "the table's others are built for by kbuild, not booted yet)")
+                    help=f"the guest's architecture: {', '.join(arches.guest_names('cloud'))} "
+                    f"(default {arches.DEFAULT}; "
+                    "the table's others: initramfs guests (ntsync-vm boot --arch) or kbuild only)")
     ap.add_argument("--driver", choices=["ours", "in-tree"], default="ours",
                     help=f"in-tree: use the kernel's own ntsync ({', '.join(suites.in_tree_names())} or --image only)")
     ap.add_argument("--image", metavar="FILE", help="boot this Debian genericcloud qcow2 instead of our image "
@@ -794,6 +825,11 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
+    ap.add_argument("--arches", metavar="ARCH,...",
+                    help="matrix: also the suite in initramfs guests of these architectures (all: every one "
+                    f"that boots: {', '.join(n for n in arches.guest_names() if n not in arches.guest_names('cloud'))}"
+                    "), on every suite that has them (--suites: those)")
+    ap.add_argument("--arches-only", action="store_true", help="matrix: only the rows of --arches")
     ap.add_argument("--seeds", type=int, default=None,
                     help="test, matrix: walks of the differential test against the in-tree driver "
                          f"({', '.join(suites.in_tree_names())}; default 1000)")
@@ -807,7 +843,15 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
         find_image(req.suite, req.kernel_debs, rebuild=req.rebuild, secure_boot=bool(req.secure_boot), arch=req.arch)
         return 0
     if o.job == "matrix":
-        return job_matrix(req, o.suites)
+        names = []
+        for a in (o.arches or "").split(","):
+            if a == "all":
+                names += [n for n in arches.guest_names() if n not in arches.guest_names("cloud")]
+            elif a:
+                names.append(arches.for_guests(a).name)
+        if o.arches_only and not names:
+            raise Usage("--arches-only needs --arches")
+        return job_matrix(req, o.suites, list(dict.fromkeys(names)), cloud_rows=not o.arches_only)
     if o.job == "secure-boot":
         return job_secure_boot(req)
     return job_single(req)

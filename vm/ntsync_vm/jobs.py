@@ -94,6 +94,9 @@ JOBS = (
     Job("image", "command", "just build (or refresh) the image of --suite"),
     Job("smoke", "initramfs", "insmod, ntsync-smoke, rmmod (--in-tree: the kernel's own driver)",
         timeout=300, needs=("module", "static"), check=True),
+    Job("suite", "initramfs", "the conformance suite from the static programs (every test-*), then those of "
+        "the architecture's compat ABI (32-bit, the compat path) where it has one; per ABI 'N passed, N failed, "
+        "N skipped'", timeout=2700, needs=("module", "static", "compat")),
     Job("bench", "initramfs", "ntsync-bench with the kernel's driver, then ours, same boot, one vCPU under "
         "-icount; the comparison runs in the guest", default="in-tree", timeout=1800,
         needs=("module", "static", "intree"), timed=True),

@@ -58,7 +58,7 @@ def build_one(name, sparse=False, arch=None, cross=None):
         kdir, note = cross.get(arch)
         logf = cache() / "kroots" / "logs" / f"{name}-{arch.name}-build.log"
         dest = f"/tmp/ntsync-kbuild-{arch.name}"
-        flags += [f"ARCH={arch.kernel_arch}", f"CROSS_COMPILE={arch.cross_compile}"]
+        flags += arch.cross_make_flags()
     krel = kdir.rsplit("linux-headers-", 1)[1]
     ok, _ = roots.build_module(root, kdir, logf, dest=dest, flags=flags)
     lines = [line for line in logf.read_text(errors="replace").splitlines()

@@ -214,8 +214,9 @@ def from_args(argv):
     ap.add_argument("--timeout", type=int, default=None,
                     help=f"minutes for the whole guest run ({job.timeout // 60}; a scenario: its row's)")
     ap.add_argument("--arch", default=arches.DEFAULT, metavar="ARCH",
-                    help=f"the guest's architecture: {', '.join(arches.guest_names())} (default {arches.DEFAULT}; "
-                    "the table's others are built for by kbuild, not booted yet)")
+                    help=f"the guest's architecture: {', '.join(arches.guest_names('cloud'))} "
+                    f"(default {arches.DEFAULT}; "
+                    "the table's others: initramfs guests (ntsync-vm boot --arch) or kbuild only)")
     o = ap.parse_args(argv)
     suite = suites.resolve(o.suite, image_only=True)
     if o.timeout is not None and o.timeout < 1:
@@ -245,7 +246,7 @@ def from_args(argv):
     for opt, d in (("--debs", o.debs), ("--old", o.old)):
         if d and not Path(d).is_dir():
             raise Usage(f"{opt} {d}: not a folder")
-    return Request(suite=suite, tests=tuple(tests), arch=arches.for_guests(o.arch),
+    return Request(suite=suite, tests=tuple(tests), arch=arches.for_guests(o.arch, "cloud"),
                    debs=Path(o.debs) if o.debs else None,
                    old=Path(o.old) if o.old else None, old_version=o.old_version, timeout=o.timeout * 60)
 

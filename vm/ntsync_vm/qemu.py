@@ -10,7 +10,7 @@ import os
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import arches
@@ -96,6 +96,9 @@ def argv(m, accel):
             cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on"]
         cmd += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={m.firmware.code}",
                 "-drive", f"if=pflash,format=raw,unit=1,file={m.firmware.vars}"]
+    q = m.arch.qemu
+    if q.max_mem or q.max_smp:  # what the architecture's machine boots with at most
+        m = replace(m, mem=min(m.mem, q.max_mem or m.mem), smp=min(m.smp, q.max_smp or m.smp))
     if "-m" not in m.extra:
         cmd += ["-m", str(m.mem)]
     if "-smp" not in m.extra:

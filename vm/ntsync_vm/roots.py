@@ -225,7 +225,7 @@ class CrossHeaders:
             native = native_arch().name
             say(f"reading the {self.suite.name} archive for {', '.join(a.name for a in foreign_arches(self.suite))}")
             self._apt = Apt(self.root.parent / f"{self.root.name}.apt", self.suite.sources,
-                            architectures=[native] + [a.name for a in foreign_arches(self.suite)])
+                            architectures=[native] + [a.name for a in foreign_arches(self.suite)], reuse=True)
         return self._apt
 
     def series_versions(self, versions):
@@ -316,6 +316,95 @@ class CrossHeaders:
                       f"downloads: tried {', '.join(tried)}; see {self.apt().dir}/download.log")
 
 
+class CrossKernel:
+    """A foreign architecture's kernel of SUITE for the initramfs guests, as a porter boots
+    one: the release whose headers the suite's cross root has (CrossHeaders: the module is
+    cross-built there against them, with the kernel's own gcc), its image and busybox-static
+    of that architecture fetched with the same private apt and extracted, not installed, into
+    $NTSYNC_CACHE/kernels/SUITE-ARCH (the image, the kernel's own ntsync.ko where it has one,
+    busybox). The image package is linux-image-KREL (6.x) or linux-binary-KREL and
+    linux-modules-KREL (7.x, where linux-image-KREL is a meta package of both); the image is
+    /boot/IMAGE-KREL or /usr/lib/modules/KREL/vmlinuz. A stamp (.complete, the release) keeps
+    it while the headers stay."""
+
+    def __init__(self, suite, arch):
+        self.suite = suites.get(suite, quiet=True)
+        self.arch = arch
+        self.root = xroot(self.suite.name)
+        self.headers = CrossHeaders(self.suite.name, self.root)
+        self.kdir, self.note = self.headers.get(arch)
+        self.release = self.kdir.rsplit("linux-headers-", 1)[1]
+        self.dir = cache() / "kernels" / f"{self.suite.name}-{arch.name}"
+        self.files = self.dir / "root"
+        self._fetch()
+
+    @property
+    def image(self):
+        for p in (self.files / "boot" / f"{self.arch.kernel_image}-{self.release}",
+                  self.files / "usr/lib/modules" / self.release / "vmlinuz"):
+            if p.is_file():
+                return p
+        return None
+
+    @property
+    def busybox(self):
+        for p in (self.files / "bin/busybox", self.files / "usr/bin/busybox"):
+            if p.is_file():
+                return p
+        return None
+
+    def _packages(self, apt):
+        """The packages of the image (and modules) of the release, for the architecture (one
+        apt-cache call: each costs a minute with every architecture's indexes)."""
+        a = self.arch.name
+        split = [f"linux-binary-{self.release}", f"linux-modules-{self.release}"]
+        plain = [f"linux-image-{self.release}", f"linux-image-{self.release}-unsigned"]
+        found = {st.get("Package") for st in apt.stanzas(*[f"{n}:{a}" for n in split + plain], strict=True)
+                 if st.get("Architecture") == a}
+        if split[0] in found:
+            return [f"{p}:{a}" for p in split]
+        for name in plain:
+            if name in found:
+                return [f"{name}:{a}"]
+        raise Failure(f"the {self.suite.name} archive has no linux-image-{self.release} for {a} "
+                      f"(the release of its headers in {self.root})")
+
+    def _fetch(self):
+        stamp = self.dir / ".complete"
+        if stamp.exists() and stamp.read_text().strip() == self.release and self.image and self.busybox:
+            return
+        say(f"fetching the {self.arch.name} kernel {self.release} and busybox-static of {self.suite.name}")
+        apt = self.headers.apt()
+        pkgs = self._packages(apt) + [f"busybox-static:{self.arch.name}"]
+        for f in (apt.dir / "dl").glob("*.deb"):
+            f.unlink()
+        debs = apt.download(pkgs)
+        safe_rm(self.dir)
+        self.files.mkdir(parents=True)
+        for deb in debs:
+            # the image, the kernel's own ntsync.ko (7.x) and busybox; not the other modules
+            r = subprocess.run(["bash", "-o", "pipefail", "-c",
+                                'dpkg-deb --fsys-tarfile "$1" | tar -x --wildcards --keep-directory-symlink '
+                                '-C "$2" "./boot/*" "./usr/lib/modules/*/vmlinuz" "*/ntsync.ko*" '
+                                '"./bin/busybox" "./usr/bin/busybox" 2>&1 | grep -v "Not found in archive" '
+                                '| grep -v "Exiting with failure" || true',
+                                "bash", str(deb), str(self.files)], capture_output=True, text=True)
+            if r.stdout.strip():
+                raise Failure(f"extracting {deb.name}: {r.stdout.strip()}")
+        if not self.image:
+            raise Failure(f"no kernel image {self.arch.kernel_image}-{self.release} (or "
+                          f"usr/lib/modules/{self.release}/vmlinuz) in {' '.join(d.name for d in debs)}")
+        if not self.busybox:
+            raise Failure(f"no busybox in busybox-static:{self.arch.name}")
+        stamp.write_text(self.release + "\n")
+        say(f"{self.arch.name} kernel {self.release}: {self.image.relative_to(self.dir)}")
+
+    def build_module(self, logf, src=REPO, flags=("W=1",)):
+        """Cross-build the module from SRC against the release's headers (build_module)."""
+        return build_module(self.root, self.kdir, logf, src=src, dest=f"/tmp/ntsync-boot-{self.arch.name}",
+                            flags=[*flags, *self.arch.cross_make_flags()])
+
+
 def cached_root(root, release, sources, packages, what):
     """A root of PACKAGES from RELEASE kept in ROOT (stamp ROOT/.complete, log in
     ROOT/../logs/NAME-root.log), built when missing or stale under the one cache policy;
@@ -400,17 +489,16 @@ class Apt:
     are fetched (linux-source-7.3 for the upstream job, bookworm's kernel for the 6.1 Wine
     guest). SOURCES: sources.list lines, signed by Debian's archive keyring."""
 
-    def __init__(self, dir, sources, architectures=()):
+    # REUSE: indexes younger than this are read again rather than fetched again
+    REUSE_HOURS = 6
+
+    def __init__(self, dir, sources, architectures=(), reuse=False):
         keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
         if not keyring.exists():
             raise Failure(f"{keyring} is missing; install debian-archive-keyring", 2)
         self.dir = Path(dir)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        for d in ("lists/partial", "cache/archives/partial", "dl"):
-            (self.dir / d).mkdir(parents=True)
-        (self.dir / "status").write_text("")  # the host's installed packages are not offered
-        (self.dir / "sources.list").write_text(
-            "".join(line.replace("deb ", f"deb [signed-by={keyring}] ", 1) + "\n" for line in sources))
+        sources_text = "".join(line.replace("deb ", f"deb [signed-by={keyring}] ", 1) + "\n" for line in sources)
+        fresh = self.dir / ".updated"
         self.opts = ["-q", "-o", f"Dir::Etc::SourceList={self.dir}/sources.list",
                      "-o", "Dir::Etc::SourceParts=/dev/null", "-o", f"Dir::State::Lists={self.dir}/lists",
                      "-o", f"Dir::State::status={self.dir}/status",
@@ -420,7 +508,17 @@ class Apt:
             # foreign: `apt-get download NAME:ARCH` fetches their packages, nothing installs them
             self.opts += ["-o", f"APT::Architecture={architectures[0]}",
                           "-o", f"APT::Architectures={','.join(architectures)}"]
+        said = sources_text + ",".join(architectures) + "\n"
+        if (reuse and fresh.exists() and fresh.read_text() == said
+                and time.time() - fresh.stat().st_mtime < self.REUSE_HOURS * 3600):
+            return
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for d in ("lists/partial", "cache/archives/partial", "dl"):
+            (self.dir / d).mkdir(parents=True)
+        (self.dir / "status").write_text("")  # the host's installed packages are not offered
+        (self.dir / "sources.list").write_text(sources_text)
         self._run("update", ["apt-get", *self.opts, "update"])
+        fresh.write_text(said)
 
     def _run(self, what, cmd, **kw):
         with open(self.dir / f"{what}.log", "a") as lf:
@@ -453,12 +551,15 @@ class Apt:
         r = subprocess.run(["apt-cache", *self.opts, "pkgnames", prefix], capture_output=True, text=True)
         return sorted(set(r.stdout.split()))
 
-    def stanzas(self, *packages):
+    def stanzas(self, *packages, strict=False):
         """Every version the sources offer of PACKAGES (NAME or NAME:ARCH): their control
-        fields as dicts, as `apt-cache show` prints them (packages nobody offers: none)."""
+        fields as dicts, as `apt-cache show` prints them (packages nobody offers: none).
+        STRICT: apt-cache's own failure is a Failure, not an empty answer."""
         if not packages:
             return []
         r = subprocess.run(["apt-cache", *self.opts, "show", *packages], capture_output=True, text=True)
+        if strict and r.returncode:
+            raise Failure(f"apt-cache show {' '.join(packages)} failed: {r.stderr.strip()[-800:]}", 3)
         out, cur, key = [], {}, None
         for line in r.stdout.splitlines() + [""]:
             if not line.strip():

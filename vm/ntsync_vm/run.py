@@ -101,7 +101,7 @@ def guest(m, watch=None, accel=None, fallback=True, tcg_only=False, kernels=(), 
         elif tcg_only:
             accel, why = "tcg", "the run needs TCG (-icount)"
         elif not m.arch.can_kvm():
-            accel, why = "tcg", f"an {m.arch.name} guest on a {os.uname().machine} host"
+            accel, why = "tcg", f"a guest of {m.arch.name} on a {os.uname().machine} host"
         else:
             accel, why = accel_mod.decide(list(kernels) or ([m.kernel] if m.kernel else []), say=say,
                                           probe=probe)

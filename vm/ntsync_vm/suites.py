@@ -182,11 +182,46 @@ def for_job(job):
     return [n for n, s in SUITES.items() if job in s.check]
 
 
+def cross_checks(job):
+    """([(suite, architecture)], [(suite, architecture, why skipped)]) of the initramfs boots
+    of JOB ./check runs on architectures other than the host's (their rows' check, on the
+    suites ./check runs JOB on that have them): only where the suite's cross root is cached
+    and fresh; the others are skipped, with why."""
+    from . import roots
+    native = roots.native_arch().name
+    run, skipped = [], []
+    for n in for_job(job):
+        for a in SUITES[n].architectures:
+            arch = arches.get(a)
+            if a == native or job not in arch.check or arches.why_no_guests(arch):
+                continue
+            why = roots.stale(roots.xroot_dir(n) / ".complete")
+            if why:
+                skipped.append((n, a, f"the {n} cross root is {why} (`vm/ntsync-vm kbuild {n}` builds it)"))
+            else:
+                run.append((n, a))
+    return run, skipped
+
+
 def matrix_plan():
     """(suite, driver) of `ntsync-vm matrix`: every suite with an image, ours; and the kernel's
     own driver where the kernel has it."""
     plan = [(n, "ours") for n in names(image_only=True)]
     return plan + [(n, "in-tree") for n in names(image_only=True) if SUITES[n].in_tree]
+
+
+def arch_plan(arch_names, only=None):
+    """(architecture, suite, driver) of the matrix's initramfs rows: each of ARCH_NAMES (rows of
+    the architecture table that boot initramfs guests) on every suite that has it (ONLY: those
+    suites), with ours; the kernel's own driver too where that kernel has it."""
+    plan = []
+    for a in arch_names:
+        for n in names():
+            if a in SUITES[n].architectures and (not only or n in only):
+                plan.append((a, n, "ours"))
+                if SUITES[n].in_tree:
+                    plan.append((a, n, "in-tree"))
+    return plan
 
 
 def describe(image_only=False):
@@ -207,7 +242,19 @@ def main(argv):
     ap.add_argument("--job", choices=jobs.checked(), help="only the suites ./check runs JOB on")
     ap.add_argument("--image", action="store_true", help="only the suites with cloud guest images")
     ap.add_argument("--describe", action="store_true", help="one line with the kernel series")
+    ap.add_argument("--cross", action="store_true",
+                    help="with --job: 'SUITE ARCH' of the boots ./check runs on other architectures (their "
+                    "rows' check), where the suite's cross root is cached; 'skipped SUITE ARCH: why' otherwise")
     o = ap.parse_args(argv)
+    if o.cross:
+        if not o.job:
+            raise Usage("--cross needs --job")
+        run, skipped = cross_checks(o.job)
+        for n, a in run:
+            print(f"{n} {a}")
+        for n, a, why in skipped:
+            print(f"skipped {n} {a}: {why}")
+        return 0
     found = for_job(o.job) if o.job else names(o.image)
     if o.image:
         found = [n for n in found if SUITES[n].image]

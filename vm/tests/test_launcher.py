@@ -320,6 +320,16 @@ class SmokeVerdict(unittest.TestCase):
         self.assertIn("smoke: 111 passed, 0 failed", out.splitlines())
         self.assertIn("== rmmod ok", out.splitlines())
 
+    def test_recorded_other_architectures(self):
+        # the launcher's own initramfs guests of issue 37 (TCG, cross-built module, that
+        # architecture's busybox and static ntsync-smoke): each console judged as amd64's is
+        for arch in ("arm64", "armhf", "ppc64el", "s390x", "riscv64"):
+            text = (DATA / f"smoke-trixie-{arch}.console").read_text(errors="replace")
+            self.assertFalse(console.boot_crash(DATA / f"smoke-trixie-{arch}.console"), arch)
+            rc, out, err = quiet(boot.judge_smoke, text, "trixie")
+            self.assertEqual(rc, 0, arch + out + err)
+            self.assertIn("smoke: 111 passed, 0 failed", out.splitlines(), arch)
+
     def test_each_gate_fails_it(self):
         cases = {
             "rmmod": self.text.replace("##ntsync## rmmod ok", "rmmod: can't unload module"),
@@ -348,6 +358,67 @@ class SmokeVerdict(unittest.TestCase):
         self.assertEqual(rc, 1)
         # the exit marker is the job's own: a bench console is no smoke pass
         self.assertEqual(quiet(boot.judge_smoke, text, "x", bench=True)[0], 1)
+
+
+class SuiteVerdict(unittest.TestCase):
+    """The suite job's verdict (boot.judge_suite): cmocka's totals per program, per ABI."""
+
+    def console(self, compat=True, sem_failed=0, crash=False, skip77=False):
+        out = ["M uptime init 1.50", "M insmod", "M dev crw------- 1 0 0 10, 125 /dev/ntsync"]
+        for abi in ("native", "compat") if compat else ("native",):
+            out += [f"M suite-group {abi} test-sem", "[==========] tests: Running 3 test(s).",
+                    f"[  PASSED  ] {3 - sem_failed} test(s)."]
+            if sem_failed:
+                out += [f"[  FAILED  ] {sem_failed} test(s), listed below:", "[  FAILED  ] release"]
+            out += [f"M suite-exit {abi} test-sem {sem_failed}", f"M suite-group {abi} test-time"]
+            if skip77:
+                out += [f"M suite-exit {abi} test-time 77"]
+            elif crash:
+                out += ["Segmentation fault", f"M suite-exit {abi} test-time 139"]
+            else:
+                out += ["[  PASSED  ] 2 test(s).", "[  SKIPPED ] 1 test(s), listed below:",
+                        f"M suite-exit {abi} test-time 0"]
+        out += ["M uptime suite 61.50", "M rmmod ok", "M taint 12288", "M end"]
+        return "\n".join(out).replace("M ", "##ntsync## ") + "\n"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        os.environ["NTSYNC_CACHE"] = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_pass_both_abis(self):
+        rc, out, err = quiet(boot.judge_suite, self.console(), ["arm64", "armhf"], 70)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("arm64 (native): 5 passed, 0 failed, 1 skipped", out.splitlines())
+        self.assertIn("armhf (compat): 5 passed, 0 failed, 1 skipped", out.splitlines())
+        self.assertIn("times: kernel to /init 1.5 s, suite 60.0 s (guest clock), whole guest run 70 s", out)
+        counts = boot.suite_counts(console.clean_lines(self.console(compat=False, skip77=True)))
+        self.assertEqual(counts, {"native": [3, 0, 1, []]})
+
+    def test_recorded_s390x(self):
+        # the launcher's s390x guest (big-endian, trixie 6.12.113, TCG): the whole suite
+        text = (DATA / "suite-trixie-s390x.console").read_text(errors="replace")
+        rc, out, err = quiet(boot.judge_suite, text, ["s390x"], 72)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("s390x (native): 193 passed, 0 failed, 1 skipped", out.splitlines())
+        rc, out, _ = quiet(boot.judge_suite, text, ["s390x", "armhf"])
+        self.assertEqual(rc, 1, "a compat ABI that never ran fails the verdict")
+
+    def test_failures(self):
+        cases = {
+            "a failed case": (self.console(sem_failed=1), ["s390x", "x"]),
+            "a crash": (self.console(crash=True), ["s390x", "x"]),
+            "the compat ABI never ran": (self.console(compat=False), ["arm64", "armhf"]),
+            "rmmod": (self.console().replace("##ntsync## rmmod ok", "rmmod: busy"), ["arm64", "armhf"]),
+            "unfinished": (self.console().split("##ntsync## end")[0], ["arm64", "armhf"]),
+        }
+        for name, (text, names) in cases.items():
+            rc, out, err = quiet(boot.judge_suite, text, names)
+            self.assertEqual(rc, 1, f"{name}: {out}{err}")
+        rc, out, _ = quiet(boot.judge_suite, self.console(sem_failed=1, compat=False), ["s390x"])
+        self.assertIn("s390x (native): 4 passed, 1 failed, 1 skipped (test-sem)", out.splitlines())
 
 
 class UpstreamVerdict(unittest.TestCase):

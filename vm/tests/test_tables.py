@@ -105,6 +105,11 @@ class ArchTable(unittest.TestCase):
             self.assertEqual(arches.static_names(a)[0], name)
             self.assertEqual(a.qemu is None, bool(a.build_only), name)
             self.assertTrue(a.headers_flavour, name)
+            # ./check's boots on other architectures: initramfs jobs ./check runs, on a row that boots
+            for j in a.check:
+                self.assertEqual(jobs.get(j, "initramfs").kind, "initramfs", name)
+                self.assertIn(j, jobs.checked(), name)
+                self.assertIsNone(arches.why_no_guests(a), name)
         self.assertIn(arches.DEFAULT, arches.ARCHES)
         amd64 = arches.get("amd64")
         self.assertEqual(amd64.kernel_packages("/trixie-backports"),
@@ -118,6 +123,14 @@ class ArchTable(unittest.TestCase):
             if name not in arches.guest_names():
                 with self.assertRaisesRegex(Usage, f"--arch {name}: .*kbuild builds for it"):
                     arches.for_guests(name)
+        # cloud guests (image roots) only of the host's architecture; initramfs guests of every
+        # row with a QEMU machine and a static cross file
+        self.assertEqual(arches.guest_names("cloud"), [(arches.host() or arches.get()).name])
+        self.assertEqual(arches.guest_names(), [n for n, a in arches.ARCHES.items() if a.qemu and a.static_cross])
+        for name in arches.guest_names():
+            if name not in arches.guest_names("cloud"):
+                with self.assertRaisesRegex(Usage, f"--arch {name}: no cloud guests of {name} yet"):
+                    arches.for_guests(name, "cloud")
 
     def test_nothing_else_names_an_architecture(self):
         # the grep: only the table (and the Wine build, whose PE side is x86-64) names one;
