@@ -345,6 +345,34 @@ def cached_root(root, release, sources, packages, what):
     return root
 
 
+def base_tarball(suite):
+    """The minimal root of SUITE as a tarball, as piuparts wants its base chroot (-b): what
+    `debootstrap --variant=minbase` makes (mmdebstrap's minbase: Essential, Priority required,
+    apt), with the suite's sources; $NTSYNC_CACHE/piuparts/SUITE-base.tar, built when missing or
+    stale under the one cache policy."""
+    s = suites.get(suite, quiet=True)
+    out = cache() / "piuparts" / f"{s.name}-base.tar"
+    stamp = out.with_name(out.name + ".complete")
+    why = stale(stamp)
+    if why is None and out.exists():
+        return out
+    require_root("building piuparts' base tarball")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{s.name}-base.tmp-{os.getpid()}.tar")  # mmdebstrap: .tar makes a tarball
+    logf = out.parent / "logs" / f"{s.name}-base.log"
+    say(f"building the {s.name} base tarball for piuparts ({why or 'missing'}; mmdebstrap minbase; log {logf})")
+    t = time.monotonic()
+    try:
+        mmdebstrap(s.release, tmp, s.sources, ["apt"], logf, variant="minbase")
+    except Failure:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.rename(out)
+    stamp.write_text(f"{s.release} minbase\n")
+    say(f"{s.name} base tarball ready in {time.monotonic() - t:.0f} s")
+    return out
+
+
 def kernel_release(root, pattern="*", arch=None):
     """The newest kernel of a kernel root: (release, path of its image)."""
     prefix = (arch or arches.get()).kernel_image + "-"
