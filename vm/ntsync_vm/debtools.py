@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import jobs, lock, roots, suites
+from . import arches, jobs, lock, roots, suites
 from .cloud import build_debs
 from .util import REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, fmt_secs, require_root, say, tail_text
 
@@ -196,7 +196,137 @@ def piuparts_main(argv):
     return 0 if failed == 0 else 1
 
 
+@dataclasses.dataclass(frozen=True)
+class AutopkgtestRequest:
+    suite: str
+    tests: tuple = ()          # --test NAME...: only these (autopkgtest --test-name)
+    debs: Path = None          # None: built from this tree
+    timeout: int = 5400        # seconds for the whole autopkgtest run
+    boot_timeout: int = 900    # seconds autopkgtest-virt-qemu waits for a (re)boot: TCG is slow
+    ram: int = 2048
+    cpus: int = 2
+
+
+def autopkgtest_from_args(argv):
+    job = jobs.get("autopkgtest", "tool")
+    ap = argparse.ArgumentParser(prog="ntsync-vm autopkgtest", description=job.help,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--suite", default=suites.DEFAULT, help=f"{suites.describe(image_only=True)} "
+                    f"(default {suites.DEFAULT})")
+    ap.add_argument("--debs", metavar="DIR", help="the packages under test (default: built from this tree)")
+    ap.add_argument("--test", action="append", default=[], help="run only this test of debian/tests/control "
+                    "(repeatable)")
+    ap.add_argument("--timeout", type=int, default=job.timeout // 60, help=f"minutes for the run ({job.timeout // 60})")
+    ap.add_argument("--boot-timeout", type=int, default=900, help="seconds a guest (re)boot may take (900: TCG)")
+    o = ap.parse_args(argv)
+    suite = suites.resolve(o.suite, image_only=True)
+    if o.debs and not Path(o.debs).is_dir():
+        raise Usage(f"--debs {o.debs}: not a folder")
+    if o.timeout < 1 or o.boot_timeout < 30:
+        raise Usage("--timeout wants minutes (at least 1), --boot-timeout seconds (at least 30)")
+    from .lifecycle import parse_control
+    known = [n for n, _ in parse_control(REPO / "debian/tests/control")]
+    unknown = set(o.test) - set(known)
+    if unknown:
+        raise Usage(f"--test {', '.join(sorted(unknown))}: not in debian/tests/control ({', '.join(known)})")
+    return AutopkgtestRequest(suite=suite, tests=tuple(o.test), debs=Path(o.debs) if o.debs else None,
+                              timeout=o.timeout * 60, boot_timeout=o.boot_timeout)
+
+
+def source_copy(dest):
+    """The tree as git sees it (tracked and new files) in DEST: the source autopkgtest copies
+    into the testbed (its debian/tests), without build output or .git."""
+    from .util import source_files
+    shutil.rmtree(dest, ignore_errors=True)
+    for f in source_files():
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / f, dest / f, follow_symlinks=False)
+    return dest
+
+
+AUTOPKGTEST_EXIT = {0: "all tests passed", 2: "some tests skipped, none failed", 4: "a test failed",
+                    6: "a test failed, some skipped", 8: "no tests ran", 12: "the packages could not be installed",
+                    14: "the packages could not be installed and a test failed", 16: "the testbed failed",
+                    20: "autopkgtest failed (usage or internal error)"}
+
+
+def judge_autopkgtest(summary, rc):
+    """(lines, passed, failed, skipped) from autopkgtest's summary file and exit status."""
+    lines, passed, failed, skipped = [], 0, 0, 0
+    for line in summary.splitlines():
+        m = re.match(r"^(\S+)\s+(PASS|FAIL|SKIP|FLAKY|NEUTRAL)\b\s*(.*)$", line)
+        if not m:
+            continue
+        name, verdict, detail = m.groups()
+        verdict = {"FLAKY": "FAIL", "NEUTRAL": "SKIP"}.get(verdict, verdict)
+        lines.append(f"{verdict} autopkgtest {name}" + (f": {detail}" if detail else ""))
+        passed += verdict == "PASS"
+        failed += verdict == "FAIL"
+        skipped += verdict == "SKIP"
+    if not lines:
+        lines.append(f"FAIL autopkgtest: no test result (exit {rc}: {AUTOPKGTEST_EXIT.get(rc, 'unknown')})")
+        failed += 1
+    elif rc not in (0, 2) and not failed:
+        lines.append(f"FAIL autopkgtest exit {rc}: {AUTOPKGTEST_EXIT.get(rc, 'unknown')}")
+        failed += 1
+    return lines, passed, failed, skipped
+
+
+def run_autopkgtest(req):
+    """autopkgtest with autopkgtest-virt-qemu on REQ's suite: (lines, passed, failed, skipped)."""
+    from .image import find_image
+    require_root("autopkgtest (the testbed image is built as root)")
+    arch, host = arches.get(), arches.host()
+    if host is None or host.name != arch.name:
+        raise Usage(f"autopkgtest-virt-qemu runs a testbed of this host's architecture; the testbed images "
+                    f"are {arch.name}, this host is {os.uname().machine}")
+    ensure_host_tools(["autopkgtest", "autopkgtest-virt-qemu", "qemu-img", arch.qemu.binary])
+    new = _debs(req.debs, "--debs") if req.debs else [p for p in build_debs() if "-dbgsym_" not in p.name]
+    paths, info = find_image(req.suite, testbed=True)
+    work = cache() / "autopkgtest" / f"{req.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    work.mkdir(parents=True)
+    for oldrun in sorted(p for p in work.parent.glob(f"{req.suite}-2*") if p.is_dir())[:-4]:
+        shutil.rmtree(oldrun, ignore_errors=True)
+    src = source_copy(work / "src")
+    out = work / "out"
+    logf = work / "autopkgtest.log"
+    accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
+    cmd = ["autopkgtest", "--output-dir", str(out), "--timeout-test", str(req.timeout),
+           *[a for t in req.tests for a in ("--test-name", t)],
+           *[str(d) for d in new], f"{src}/",
+           "--", "qemu", "--timeout-reboot", str(req.boot_timeout), "--ram-size", str(req.ram),
+           "--cpus", str(req.cpus), "--overlay-dir", str(work), "--show-boot", str(paths["disk"])]
+    say(f"autopkgtest on {req.suite} ({info.get('kernel_release')}, {accel.upper()}: autopkgtest-virt-qemu "
+        f"uses KVM when /dev/kvm exists): {len(new)} debs, image {paths['disk']}; log {logf}")
+    t = time.monotonic()
+    with lock.guest():
+        with open(logf, "w") as lf:
+            try:
+                r = subprocess.run(["nice", "-n", "10", *cmd], stdout=lf, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, timeout=req.timeout + 1800)
+                rc = r.returncode
+            except subprocess.TimeoutExpired:
+                rc = 124
+    secs = time.monotonic() - t
+    summary = (out / "summary").read_text(errors="replace") if (out / "summary").exists() else ""
+    lines, passed, failed, skipped = judge_autopkgtest(summary, rc)
+    lines.append(f"  autopkgtest ran {fmt_secs(secs)} (exit {rc}: {AUTOPKGTEST_EXIT.get(rc, 'unknown')}); "
+                 f"log {logf}, artifacts {out}")
+    if failed:
+        lines.append(f"  last lines of {logf}:\n{tail_text(logf, 20)}")
+    return lines, passed, failed, skipped
+
+
+def autopkgtest_main(argv):
+    lines, passed, failed, skipped = run_autopkgtest(autopkgtest_from_args(argv))
+    print("\n".join(lines))
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 0 if failed == 0 else 1
+
+
 def main(sub, argv):
     if sub == "piuparts":
         return piuparts_main(argv)
+    if sub == "autopkgtest":
+        return autopkgtest_main(argv)
     raise Usage(f"unknown tool '{sub}'")
