@@ -324,9 +324,20 @@ def autopkgtest_main(argv):
     return 0 if failed == 0 else 1
 
 
+def reprotest_main(argv):
+    """`ntsync-vm reprotest [ARGS]`: debian/reprotest (the package's own script, so that it
+    runs without the launcher too) with ARGS; its exit status."""
+    script = REPO / "debian/reprotest"
+    if not script.exists():
+        raise Failure(f"{script} is missing; it runs reprotest on the packages")
+    return subprocess.run(["bash", str(script), *argv]).returncode
+
+
 def main(sub, argv):
     if sub == "piuparts":
         return piuparts_main(argv)
     if sub == "autopkgtest":
         return autopkgtest_main(argv)
+    if sub == "reprotest":
+        return reprotest_main(argv)
     raise Usage(f"unknown tool '{sub}'")
