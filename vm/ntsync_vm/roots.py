@@ -351,14 +351,18 @@ def base_tarball(suite):
     apt), with the suite's sources; $NTSYNC_CACHE/piuparts/SUITE-base.tar, built when missing or
     stale under the one cache policy."""
     s = suites.get(suite, quiet=True)
-    out = cache() / "piuparts" / f"{s.name}-base.tar"
+    out = cache() / "piuparts" / f"{s.name}-base.tar.gz"  # piuparts unpacks it with tar -z
     stamp = out.with_name(out.name + ".complete")
     why = stale(stamp)
     if why is None and out.exists():
         return out
     require_root("building piuparts' base tarball")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{s.name}-base.tmp-{os.getpid()}.tar")  # mmdebstrap: .tar makes a tarball
+    for old in out.parent.glob(f"{s.name}-base.tmp-*.tar*"):  # of an interrupted run
+        pid = old.name.split(".tmp-", 1)[1].split(".", 1)[0]
+        if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
+            old.unlink(missing_ok=True)
+    tmp = out.with_name(f"{s.name}-base.tmp-{os.getpid()}.tar.gz")  # mmdebstrap: the name says the format
     logf = out.parent / "logs" / f"{s.name}-base.log"
     say(f"building the {s.name} base tarball for piuparts ({why or 'missing'}; mmdebstrap minbase; log {logf})")
     t = time.monotonic()
