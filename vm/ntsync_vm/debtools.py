@@ -133,6 +133,26 @@ def judge_piuparts(log_text, rc, upgrade):
     return out, problems
 
 
+def piuparts_warnings(log_text):
+    """piuparts' warnings (WARN: and the lines under each, indented), each once: not failures
+    to piuparts, but a clean run has none."""
+    out, cur = [], None
+    for line in log_text.splitlines():
+        if re.search(r"\bWARN: ", line):
+            cur = [line.split("WARN: ", 1)[1].strip()]
+            out.append(cur)
+        elif cur is not None and line.startswith("  "):
+            cur.append(line.strip())
+        else:
+            cur = None
+    seen = []
+    for w in out:
+        text = " ".join(w)
+        if text not in seen:
+            seen.append(text)
+    return seen
+
+
 def run_piuparts(req):
     """piuparts on each suite of REQ: (lines, passed, failed, skipped)."""
     require_root("piuparts (chroots, as root)")
@@ -184,6 +204,8 @@ def run_piuparts(req):
             failed += verdict == "FAIL"
         built = re.findall(r"ntsync-dkms: (Linux \S+: ntsync \S+ built and installed by DKMS\.)", text)
         lines.append(f"  {name}: {fmt_secs(secs)}; DKMS in the chroot: {built[0] if built else 'nothing built'}")
+        warnings = piuparts_warnings(text)
+        lines += [f"  warning: {w[:300]}" for w in warnings] or ["  no warnings"]
         if any(v == "FAIL" for v, _, _ in verdicts):
             lines += [f"  | {p[:200]}" for p in problems] or [f"  last lines of {logf}:\n{tail_text(logf, 15)}"]
     return lines, passed, failed, 0

@@ -65,6 +65,14 @@ class Piuparts(unittest.TestCase):
         verdicts, _ = debtools.judge_piuparts(PIUPARTS_OK, 1, upgrade=False)
         self.assertEqual(verdicts[-1], ("FAIL", "piuparts' exit status", "1"))
 
+    def test_warnings_each_once(self):
+        text = ("0m1.0s ERROR: WARN: Broken symlinks:\n  /usr/share/doc/perl/Changes.gz -> changelog.gz (perl)\n"
+                "0m2.0s INFO: x\n"
+                "0m3.0s ERROR: WARN: Broken symlinks:\n  /usr/share/doc/perl/Changes.gz -> changelog.gz (perl)\n")
+        self.assertEqual(debtools.piuparts_warnings(text),
+                         ["Broken symlinks: /usr/share/doc/perl/Changes.gz -> changelog.gz (perl)"])
+        self.assertEqual(debtools.piuparts_warnings(PIUPARTS_OK), [])
+
     def test_command_line(self):
         self.assertEqual(debtools.piuparts_from_args([]).suites, debtools.DEFAULT_SUITES)
         with self.assertRaises(Usage):
