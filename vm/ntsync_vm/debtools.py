@@ -347,11 +347,18 @@ def autopkgtest_main(argv):
 
 
 def reprotest_main(argv):
-    """`ntsync-vm reprotest [ARGS]`: debian/reprotest (the package's own script, so that it
-    runs without the launcher too) with ARGS; its exit status."""
+    """`ntsync-vm reprotest [--quick] [ARGS]`: debian/reprotest (the package's own script, so
+    that it runs without the launcher too) with ARGS; its exit status. --quick: one build, varied,
+    against the packages the guests install (cloud.build_debs, built when missing):
+    debian/reprotest --against THAT_FOLDER."""
     script = REPO / "debian/reprotest"
     if not script.exists():
         raise Failure(f"{script} is missing; it runs reprotest on the packages")
+    if "--quick" in argv:
+        argv = [a for a in argv if a != "--quick"]
+        if any(a.startswith("--against") for a in argv):
+            raise Usage("--quick is --against the guests' packages; give one of them")
+        argv = ["--against", str(build_debs()[0].parent), *argv]
     return subprocess.run(["bash", str(script), *argv]).returncode
 
 
