@@ -21,7 +21,7 @@ SUBCOMMANDS = f"""more subcommands (each has --help):
   repo [--out DIR]               our packages as an apt repository signed by the (test) archive key
   piuparts [SUITE...]            piuparts: install/purge and upgrade from the previous version, chroots
   autopkgtest [--suite S]        debian/tests by autopkgtest with autopkgtest-virt-qemu (testbed image)
-  reprotest                      two builds differing in path, time and umask give identical .debs
+  reprotest [--quick]            two builds differing in path, time and umask give identical .debs
   wine --source DIR|TARBALL      a real Wine built against ntsync-uapi-dev in a trixie root, cached
   qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
   suites [--job JOB] [--image]   the suite table's names (JOB: what ./check runs on them)

@@ -101,7 +101,8 @@ JOBS = (
     Job("autopkgtest", "tool", "debian/tests run by autopkgtest itself, autopkgtest-virt-qemu in the suite's "
         "testbed image (setup-testbed), beside ntsync-vm lifecycle", timeout=5400),
     Job("reprotest", "tool", "two builds of the packages differing in build path, time and umask: identical "
-        ".debs (debian/reprotest)", timeout=3600),
+        ".debs (debian/reprotest); --quick: one build against the guests' packages (./check runs that)",
+        timeout=3600),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
 )
