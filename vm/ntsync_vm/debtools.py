@@ -35,6 +35,10 @@ from .util import REPO, VM_DIR, Failure, Usage, cache, ensure_host_tools, fmt_se
 
 PIUPARTS_SCRIPTS = VM_DIR / "piuparts"
 DEBIAN_SCRIPTS = Path("/etc/piuparts/scripts")  # piuparts' own custom scripts, as piuparts.debian.org uses them
+# ... but one: bookworm's piuparts (1.1.7) diverts /bin/sync to make dpkg faster, which on
+# trixie's merged /usr replaces coreutils' /usr/bin/sync, and debsums then fails the run
+# ("debsums reports modifications inside the chroot: /usr/bin/sync"); force-unsafe-io is speed only.
+SKIPPED_DEBIAN_SCRIPTS = ("post_setup_force-unsafe-io",)
 DEFAULT_SUITES = ("bookworm", "trixie")
 
 
@@ -168,12 +172,17 @@ def run_piuparts(req):
         for oldrun in sorted(p for p in work.parent.glob(f"{name}-2*") if p.is_dir())[:-4]:
             shutil.rmtree(oldrun, ignore_errors=True)
         logf = work / "piuparts.log"
+        debian_scripts = work / "scripts-debian"
+        debian_scripts.mkdir()
+        for f in DEBIAN_SCRIPTS.iterdir():
+            if f.name not in SKIPPED_DEBIAN_SCRIPTS:
+                shutil.copy2(f, debian_scripts / f.name)
         headers = [p for p in s.kernel_packages() if p.startswith("linux-headers-")]
         mirror = s.sources[0].split()[1]
         cmd = ["piuparts", "--basetgz", str(base), "--distribution", s.release, "--mirror", mirror,
                *[a for line in s.sources[1:] for a in ("--extra-repo", line)],
                "--no-check-valid-until", "--tmpdir", str(work), "--log-file", str(logf),
-               "--scriptsdir", str(DEBIAN_SCRIPTS), "--scriptsdir", str(PIUPARTS_SCRIPTS)]
+               "--scriptsdir", str(debian_scripts), "--scriptsdir", str(PIUPARTS_SCRIPTS)]
         if old:
             repo = flat_repo(old, work / "old")
             cmd += ["--bindmount", str(repo), "--extra-repo", f"deb [trusted=yes] file://{repo} ./"]
