@@ -3,7 +3,9 @@ with its own GRUB, as Debian's genericcloud images are; cached per suite and rec
 An autopkgtest testbed image (testbed=True) is the same disk prepared the way
 autopkgtest-build-qemu prepares one: autopkgtest's own setup-commands/setup-testbed run in the
 root (a root shell on ttyS1/hvc1 for autopkgtest-virt-qemu, apt and dpkg tuned, eatmydata),
-with ifupdown bringing up eth0 as that image has it; autopkgtest-virt-qemu boots it.
+with ifupdown bringing up eth0 as that image has it, and the generic kernel flavour as there
+(arches.py testbed_flavour: the cloud kernels have no 9p, autopkgtest's shared folder); then
+autopkgtest-virt-qemu boots it.
 A Secure Boot image (secure_boot=True) is a UEFI PC's disk instead: GPT, an EFI system
 partition with Debian's signed shim, MokManager and GRUB, and the firmware to boot it
 (firmware.py) beside it."""
@@ -51,7 +53,10 @@ def kernel_cmdline(arch):
 
 def packages(suite, arch, secure_boot=False, testbed=False):
     """Every package of an image of SUITE for ARCH."""
-    return (BASE_PACKAGES + list(arch.grub_packages) + suite.kernel_packages(arch)
+    if testbed and not arch.testbed_flavour:
+        raise Usage(f"{arch.name}: no testbed_flavour in arches.py (the kernel of autopkgtest's testbed, with 9p)")
+    return (BASE_PACKAGES + list(arch.grub_packages)
+            + suite.kernel_packages(arch, arch.testbed_flavour if testbed else None)
             + (list(firmware.spec(arch).packages) if secure_boot else [])
             + (TESTBED_PACKAGES if testbed else []))
 
@@ -443,6 +448,9 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
         # As autopkgtest-build-qemu runs it (AUTOPKGTEST_BUILD_QEMU=1: virtio_console added to
         # the initramfs, which it updates), keeping the suite's sources.
         hooks.append(f"env AUTOPKGTEST_BUILD_QEMU=1 AUTOPKGTEST_KEEP_APT_SOURCES=1 {SETUP_TESTBED} \"$1\"")
+        # autopkgtest-virt-qemu gives the guest 10 s to mount its shared folder over 9p: under
+        # TCG, loading the 9p modules on demand can take longer, so they load at boot.
+        hooks.append('printf "9p\\n9pnet_virtio\\n" > "$1/etc/modules-load.d/autopkgtest-9p.conf"')
     try:
         roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
                          hooks=hooks, keep_debs=True)
