@@ -44,6 +44,15 @@ BASE_PACKAGES = [
 # ifupdown (setup-testbed writes eth0's DHCP stanza for it), and a DHCP client for it.
 TESTBED_PACKAGES = ["ifupdown", "isc-dhcp-client"]
 SETUP_TESTBED = Path("/usr/share/autopkgtest/setup-commands/setup-testbed")
+# The customize hooks of a testbed image, after customize_root: setup-testbed as
+# autopkgtest-build-qemu runs it (AUTOPKGTEST_BUILD_QEMU=1: virtio_console added to the
+# initramfs, which it updates), keeping the suite's sources; and the 9p modules loaded at boot
+# (autopkgtest-virt-qemu gives the guest 10 s to mount its shared folder over 9p: under TCG,
+# loading them on demand can take longer).
+TESTBED_HOOKS = (
+    f"env AUTOPKGTEST_BUILD_QEMU=1 AUTOPKGTEST_KEEP_APT_SOURCES=1 {SETUP_TESTBED} \"$1\"",
+    'printf "9p\\n9pnet_virtio\\n" > "$1/etc/modules-load.d/autopkgtest-9p.conf"',
+)
 
 
 def kernel_cmdline(arch):
@@ -75,7 +84,8 @@ def image_key(suite, extra_debs, secure_boot=False, arch=None, testbed=False):
         for f in (make_efi_disk, write_gpt, efi_grub_cfg):
             h.update(inspect.getsource(f).encode())
     if testbed:
-        h.update(b"testbed" + (SETUP_TESTBED.read_bytes() if SETUP_TESTBED.exists() else b""))
+        h.update(b"testbed" + "\n".join(TESTBED_HOOKS).encode()
+                 + (SETUP_TESTBED.read_bytes() if SETUP_TESTBED.exists() else b""))
     for deb in extra_debs:
         h.update(deb.name.encode())
         h.update(str(deb.stat().st_size).encode())
@@ -445,12 +455,7 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
     # The rest runs in this tool again, while mmdebstrap has /proc, /sys and /dev mounted.
     hooks = [f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir} {arch.name}"]
     if testbed:
-        # As autopkgtest-build-qemu runs it (AUTOPKGTEST_BUILD_QEMU=1: virtio_console added to
-        # the initramfs, which it updates), keeping the suite's sources.
-        hooks.append(f"env AUTOPKGTEST_BUILD_QEMU=1 AUTOPKGTEST_KEEP_APT_SOURCES=1 {SETUP_TESTBED} \"$1\"")
-        # autopkgtest-virt-qemu gives the guest 10 s to mount its shared folder over 9p: under
-        # TCG, loading the 9p modules on demand can take longer, so they load at boot.
-        hooks.append('printf "9p\\n9pnet_virtio\\n" > "$1/etc/modules-load.d/autopkgtest-9p.conf"')
+        hooks += TESTBED_HOOKS
     try:
         roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
                          hooks=hooks, keep_debs=True)
