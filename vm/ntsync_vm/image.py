@@ -41,8 +41,10 @@ BASE_PACKAGES = [
 # Microsoft-signed shim, MokManager, GRUB signed by Debian and mokutil, as on an installed
 # UEFI PC (arch.secure_boot.packages). The cloud kernel of every suite is the signed one already.
 # An autopkgtest testbed also gets what autopkgtest-build-qemu installs besides the kernel:
-# ifupdown (setup-testbed writes eth0's DHCP stanza for it), and a DHCP client for it.
-TESTBED_PACKAGES = ["ifupdown", "isc-dhcp-client"]
+# ifupdown (setup-testbed writes eth0's DHCP stanza for it), and a DHCP client for it; and
+# apt-utils, whose apt-ftparchive autopkgtest runs in the testbed to serve it the packages under
+# test (it would install it with apt, but an image of mmdebstrap has no package lists).
+TESTBED_PACKAGES = ["ifupdown", "isc-dhcp-client", "apt-utils"]
 SETUP_TESTBED = Path("/usr/share/autopkgtest/setup-commands/setup-testbed")
 # The customize hooks of a testbed image, after customize_root: setup-testbed as
 # autopkgtest-build-qemu runs it (AUTOPKGTEST_BUILD_QEMU=1: virtio_console added to the
