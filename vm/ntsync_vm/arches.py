@@ -69,15 +69,21 @@ class Arch:
     # kbuild_flavour: the headers the W=1 matrix builds against (None: kernel_flavour); cloud-*
     # flavours exist only on amd64 and arm64
     kbuild_flavour: str = None
+    # testbed_flavour: the kernel of autopkgtest's testbed image (image.py, testbed=True): the
+    # generic flavour, as autopkgtest-build-qemu installs; autopkgtest-virt-qemu shares its
+    # folder with the guest over 9p, which the cloud flavours leave out (no CONFIG_NET_9P)
+    testbed_flavour: str = None
     build_only: str = None      # why no guest of it boots (then qemu is None): the W=1 matrix only
     # check: the initramfs jobs ./check boots on this architecture when it is not the host's
     # (on the suites whose rows name the job), only where the suite's cross root is cached
     # (`ntsync-vm suites --job JOB --cross`): cold, a cross root costs many minutes
     check: tuple = ()
 
-    def kernel_packages(self, pin=""):
-        """The suite's kernel and headers for this architecture (PIN: "/trixie-backports")."""
-        return [f"linux-image-{self.kernel_flavour}{pin}", f"linux-headers-{self.kernel_flavour}{pin}"]
+    def kernel_packages(self, pin="", flavour=None):
+        """The suite's kernel and headers for this architecture (PIN: "/trixie-backports";
+        FLAVOUR: another than the guests' kernel_flavour)."""
+        f = flavour or self.kernel_flavour
+        return [f"linux-image-{f}{pin}", f"linux-headers-{f}{pin}"]
 
     def headers_glob(self):
         """The headers folder of this flavour under /usr/src."""
@@ -118,7 +124,7 @@ class Arch:
 ARCHES = {
     "amd64": Arch(
         name="amd64", uname="x86_64", gnu_type="x86_64-linux-gnu",
-        kernel_flavour="cloud-amd64", kernel_image="vmlinuz",
+        kernel_flavour="cloud-amd64", kernel_image="vmlinuz", testbed_flavour="amd64",
         kernel_arch="x86", kernel_build_image="arch/x86/boot/bzImage", defconfig_extra=("kvm_guest.config",),
         console="ttyS0", console_speed="115200",
         qemu=Qemu(binary="qemu-system-x86_64", package="qemu-system-x86", machine="q35", cpu_bench="qemu64"),

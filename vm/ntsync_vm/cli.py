@@ -19,6 +19,9 @@ SUBCOMMANDS = f"""more subcommands (each has --help):
   build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
   repo [--out DIR]               our packages as an apt repository signed by the (test) archive key
+  piuparts [SUITE...]            piuparts: install/purge and upgrade from the previous version, chroots
+  autopkgtest [--suite S]        debian/tests by autopkgtest with autopkgtest-virt-qemu (testbed image)
+  reprotest [--quick]            two builds differing in path, time and umask give identical .debs
   wine --source DIR|TARBALL      a real Wine built against ntsync-uapi-dev in a trixie root, cached
   qemu --console F --timeout S -- QEMU-ARGS       QEMU with this host's accelerator (debugging)
   suites [--job JOB] [--image]   the suite table's names (JOB: what ./check runs on them)
@@ -98,6 +101,9 @@ def main(argv):
         if sub == "lifecycle":
             from . import lifecycle
             return lifecycle.main(argv[1:])
+        if sub in ("piuparts", "autopkgtest", "reprotest"):
+            from . import debtools
+            return debtools.main(sub, argv[1:])
         if sub == "repo":
             from . import repo
             return repo.main(argv[1:])

@@ -1,5 +1,11 @@
 """Cloud guest disk images: a Debian root (roots.mmdebstrap), customised, on an MBR disk
 with its own GRUB, as Debian's genericcloud images are; cached per suite and recipe.
+An autopkgtest testbed image (testbed=True) is the same disk prepared the way
+autopkgtest-build-qemu prepares one: autopkgtest's own setup-commands/setup-testbed run in the
+root (a root shell on ttyS1/hvc1 for autopkgtest-virt-qemu, apt and dpkg tuned, eatmydata),
+with ifupdown bringing up eth0 as that image has it, and the generic kernel flavour as there
+(arches.py testbed_flavour: the cloud kernels have no 9p, autopkgtest's shared folder); then
+autopkgtest-virt-qemu boots it.
 A Secure Boot image (secure_boot=True) is a UEFI PC's disk instead: GPT, an EFI system
 partition with Debian's signed shim, MokManager and GRUB, and the firmware to boot it
 (firmware.py) beside it."""
@@ -34,6 +40,21 @@ BASE_PACKAGES = [
 # gap on a PC, as on Debian's genericcloud) and, in a Secure Boot image, Debian's
 # Microsoft-signed shim, MokManager, GRUB signed by Debian and mokutil, as on an installed
 # UEFI PC (arch.secure_boot.packages). The cloud kernel of every suite is the signed one already.
+# An autopkgtest testbed also gets what autopkgtest-build-qemu installs besides the kernel:
+# ifupdown (setup-testbed writes eth0's DHCP stanza for it), and a DHCP client for it; and
+# apt-utils, whose apt-ftparchive autopkgtest runs in the testbed to serve it the packages under
+# test (it would install it with apt, but an image of mmdebstrap has no package lists).
+TESTBED_PACKAGES = ["ifupdown", "isc-dhcp-client", "apt-utils"]
+SETUP_TESTBED = Path("/usr/share/autopkgtest/setup-commands/setup-testbed")
+# The customize hooks of a testbed image, after customize_root: setup-testbed as
+# autopkgtest-build-qemu runs it (AUTOPKGTEST_BUILD_QEMU=1: virtio_console added to the
+# initramfs, which it updates), keeping the suite's sources; and the 9p modules loaded at boot
+# (autopkgtest-virt-qemu gives the guest 10 s to mount its shared folder over 9p: under TCG,
+# loading them on demand can take longer).
+TESTBED_HOOKS = (
+    f"env AUTOPKGTEST_BUILD_QEMU=1 AUTOPKGTEST_KEEP_APT_SOURCES=1 {SETUP_TESTBED} \"$1\"",
+    'printf "9p\\n9pnet_virtio\\n" > "$1/etc/modules-load.d/autopkgtest-9p.conf"',
+)
 
 
 def kernel_cmdline(arch):
@@ -41,18 +62,22 @@ def kernel_cmdline(arch):
     return f"root=LABEL=ntsync-root rw {arch.console_arg(speed=True)} net.ifnames=0 panic=-1"
 
 
-def packages(suite, arch, secure_boot=False):
+def packages(suite, arch, secure_boot=False, testbed=False):
     """Every package of an image of SUITE for ARCH."""
-    return (BASE_PACKAGES + list(arch.grub_packages) + suite.kernel_packages(arch)
-            + (list(firmware.spec(arch).packages) if secure_boot else []))
+    if testbed and not arch.testbed_flavour:
+        raise Usage(f"{arch.name}: no testbed_flavour in arches.py (the kernel of autopkgtest's testbed, with 9p)")
+    return (BASE_PACKAGES + list(arch.grub_packages)
+            + suite.kernel_packages(arch, arch.testbed_flavour if testbed else None)
+            + (list(firmware.spec(arch).packages) if secure_boot else [])
+            + (TESTBED_PACKAGES if testbed else []))
 
 
-def image_key(suite, extra_debs, secure_boot=False, arch=None):
+def image_key(suite, extra_debs, secure_boot=False, arch=None, testbed=False):
     spec = suites.SUITES[suite]
     arch = arch or arches.get()
     h = hashlib.sha256()
     h.update(IMAGE_RECIPE.encode())
-    for part in (spec.sources, packages(spec, arch, secure_boot)):
+    for part in (spec.sources, packages(spec, arch, secure_boot, testbed)):
         h.update(("\n".join(part) + "\n--\n").encode())
     h.update(json.dumps([guest_files(arch), MASKED_UNITS, kernel_cmdline(arch)], sort_keys=True).encode())
     h.update(inspect.getsource(customize_root).encode())
@@ -60,20 +85,24 @@ def image_key(suite, extra_debs, secure_boot=False, arch=None):
         h.update(repr(firmware.spec(arch)).encode())
         for f in (make_efi_disk, write_gpt, efi_grub_cfg):
             h.update(inspect.getsource(f).encode())
+    if testbed:
+        h.update(b"testbed" + "\n".join(TESTBED_HOOKS).encode()
+                 + (SETUP_TESTBED.read_bytes() if SETUP_TESTBED.exists() else b""))
     for deb in extra_debs:
         h.update(deb.name.encode())
         h.update(str(deb.stat().st_size).encode())
     return h.hexdigest()[:12]
 
 
-def image_name(suite, secure_boot=False, arch=None):
-    """SUITE, SUITE-sb (Secure Boot), SUITE-ARCH for another architecture than the default."""
+def image_name(suite, secure_boot=False, arch=None, testbed=False):
+    """SUITE, SUITE-sb (Secure Boot), SUITE-testbed (autopkgtest's), SUITE-ARCH for another
+    architecture than the default."""
     name = suite if arch is None or arch.name == arches.DEFAULT else f"{suite}-{arch.name}"
-    return f"{name}-sb" if secure_boot else name
+    return f"{name}-sb" if secure_boot else f"{name}-testbed" if testbed else name
 
 
-def image_paths(suite, key, secure_boot=False, arch=None):
-    d = cache() / "images" / f"{image_name(suite, secure_boot, arch)}-{key}"
+def image_paths(suite, key, secure_boot=False, arch=None, testbed=False):
+    d = cache() / "images" / f"{image_name(suite, secure_boot, arch, testbed)}-{key}"
     paths = {"dir": d, "disk": d / "disk.qcow2", "kernel": d / "vmlinuz", "initrd": d / "initrd.img",
              "info": d / "image.json"}
     if secure_boot:
@@ -89,8 +118,9 @@ def image_is_fresh(paths):
     return why is None, why or ""
 
 
-def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False, arch=None):
-    """(paths, info) of the image of SUITE for ARCH, built when missing or stale."""
+def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False, arch=None, testbed=False):
+    """(paths, info) of the image of SUITE for ARCH, built when missing or stale. TESTBED: the
+    autopkgtest testbed image (setup-testbed run in it)."""
     arch = arch or arches.get()
     extra = sorted(Path(kernel_debs_dir).glob("*.deb")) if kernel_debs_dir else []
     if kernel_debs_dir and not extra:
@@ -99,9 +129,12 @@ def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False, ar
     if kernel_debs_dir and secure_boot:
         raise Usage("--kernel-debs with --secure-boot: our own kernel builds are not signed by Debian, "
                     "shim would refuse them; use the suite's signed kernel")
-    key = image_key(suite, extra, secure_boot, arch)
-    paths = image_paths(suite, key, secure_boot, arch)
-    name = image_name(suite, secure_boot, arch)
+    if testbed and (secure_boot or extra):
+        raise Usage("an autopkgtest testbed image is the suite's plain cloud image: no --secure-boot, "
+                    "no --kernel-debs")
+    key = image_key(suite, extra, secure_boot, arch, testbed)
+    paths = image_paths(suite, key, secure_boot, arch, testbed)
+    name = image_name(suite, secure_boot, arch, testbed)
     fresh, why = image_is_fresh(paths)
     if not (fresh and not rebuild):
         # One build per image at a time; whoever waited uses the image just built.
@@ -109,7 +142,7 @@ def find_image(suite, kernel_debs_dir=None, rebuild=False, secure_boot=False, ar
             fresh2, why = image_is_fresh(paths)
             if not (fresh2 and (not rebuild or not fresh)):
                 log(f"image {name}: {'rebuild requested' if rebuild else why}; building")
-                return paths, build_image(suite, paths, extra, secure_boot, arch)
+                return paths, build_image(suite, paths, extra, secure_boot, arch, testbed)
     info = json.loads(paths["info"].read_text())
     log(f"image {name}: cached {paths['disk']} (kernel {info.get('kernel_release')})")
     return paths, info
@@ -402,9 +435,10 @@ def make_efi_disk(root, raw, krel, work, arch):
                     (LINUX_GUID, "ntsync-root", root_first, root_last)])
 
 
-def build_image(suite, paths, extra_debs, secure_boot=False, arch=None):
+def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=False):
     require_root("building an image")
-    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if secure_boot else []))
+    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if secure_boot else [])
+                      + (["autopkgtest-virt-qemu"] if testbed else []))
     spec = suites.SUITES[suite]
     arch = arch or arches.get()
     t = time.monotonic()
@@ -417,14 +451,16 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None):
     extra_dir.mkdir()
     for d in extra_debs:
         shutil.copy2(d, extra_dir / d.name)
-    pkgs = packages(spec, arch, secure_boot)
-    name = image_name(suite, secure_boot, arch)
+    pkgs = packages(spec, arch, secure_boot, testbed)
+    name = image_name(suite, secure_boot, arch, testbed)
     log(f"image {name}: mmdebstrap {spec.release} ({len(pkgs)} packages; log {logf})")
     # The rest runs in this tool again, while mmdebstrap has /proc, /sys and /dev mounted.
-    hook = (f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir} {arch.name}")
+    hooks = [f"env PYTHONPATH={VM_DIR} /usr/bin/python3 -m ntsync_vm _customize \"$1\" {extra_dir} {arch.name}"]
+    if testbed:
+        hooks += TESTBED_HOOKS
     try:
         roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
-                         hooks=[hook], keep_debs=True)
+                         hooks=hooks, keep_debs=True)
     except Failure as e:
         raise Failure(f"image {name}: {e}")
     log(f"image {name}: root ready in {fmt_secs(time.monotonic() - t)}")
@@ -448,7 +484,7 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None):
     run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(qcow)])
     raw.unlink()
     shutil.rmtree(root)
-    info = {"suite": suite, "arch": arch.name, "kernel_release": krel,
+    info = {"suite": suite, "arch": arch.name, "kernel_release": krel, "testbed": testbed,
             "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - t, 1), "packages": pkgs,
             "kernel_debs": [d.name for d in extra_debs]}

@@ -17,13 +17,15 @@ Kinds:
              vm/guest/scenario.sh runs vm/guest/scenarios/NAME.sh (lifecycle.py --scenario)
   command    several guests in one command (cloud.py): no script of its own
   host       runs on the host or in a kernel root, no guest (./check)
+  tool       one of Debian's own tools run on our packages (debtools.py): piuparts in chroots,
+             autopkgtest with its QEMU runner, reprotest; no script of ours
 """
 
 from dataclasses import dataclass
 
 from .util import VM_DIR, Usage
 
-KINDS = ("cloud", "initramfs", "testbed", "scenario", "command", "host")
+KINDS = ("cloud", "initramfs", "testbed", "scenario", "command", "host", "tool")
 # Default suites by role, resolved by suites.default_for(): the default suite, the first one
 # with the in-tree driver (bench compares both), the debug kernel of build-kernel.
 ROLES = ("default", "in-tree", "debug")
@@ -117,6 +119,13 @@ JOBS = (
     Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
         "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=5400,
         needs=("debs", "archive", "pinned-kernel")),
+    Job("piuparts", "tool", "piuparts on bookworm and trixie: install and purge, upgrade from the previous "
+        "version and purge, DKMS building in the chroot against the suite's kernel headers", timeout=3600),
+    Job("autopkgtest", "tool", "debian/tests run by autopkgtest itself, autopkgtest-virt-qemu in the suite's "
+        "testbed image (setup-testbed), beside ntsync-vm lifecycle", timeout=5400),
+    Job("reprotest", "tool", "two builds of the packages differing in build path, time and umask: identical "
+        ".debs (debian/reprotest); --quick: one build against the guests' packages (./check runs that)",
+        timeout=3600),
     Job("wine-gate", "host", "Wine's <linux/ntsync.h> gate against the suite's own kernel headers",
         check=True),
 )

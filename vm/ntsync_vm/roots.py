@@ -71,11 +71,12 @@ def clean_stale():
 
 
 def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=(), keep_debs=False,
-               timeout=1800):
+               timeout=1800, docs=False):
     """THE mmdebstrap call: a Debian RELEASE root in TARGET with PACKAGES from SOURCES. Every
     root shares the .deb cache $NTSYNC_CACHE/apt/RELEASE; an archive snapshot whose Release
     files expired is accepted. HOOKS: more --customize-hook commands. KEEP_DEBS leaves the
-    downloaded .debs in the root (the hook removes them itself)."""
+    downloaded .debs in the root (the hook removes them itself). DOCS keeps /usr/share/doc,
+    locales and info pages (dropped otherwise: no root here reads them)."""
     require_root("building a Debian root")
     ensure_host_tools(["mmdebstrap"])
     apt_cache = cache() / "apt" / release
@@ -86,10 +87,10 @@ def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=()
         "--aptopt=Acquire::Languages \"none\"",
         "--aptopt=APT::Install-Recommends \"false\"",
         "--aptopt=Acquire::Check-Valid-Until \"false\"",
-        "--dpkgopt=path-exclude=/usr/share/doc/*",
-        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-        "--dpkgopt=path-exclude=/usr/share/locale/*",
-        "--dpkgopt=path-exclude=/usr/share/info/*",
+        *([] if docs else ["--dpkgopt=path-exclude=/usr/share/doc/*",
+                           "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+                           "--dpkgopt=path-exclude=/usr/share/locale/*",
+                           "--dpkgopt=path-exclude=/usr/share/info/*"]),
         "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
         f"--setup-hook=sync-in {apt_cache} /var/cache/apt/archives/",
         f"--customize-hook=sync-out /var/cache/apt/archives {apt_cache}",
@@ -432,6 +433,42 @@ def cached_root(root, release, sources, packages, what):
     complete.write_text(",".join(packages) + "\n")
     say(f"{what} ready in {time.monotonic() - t:.0f} s")
     return root
+
+
+def base_tarball(suite):
+    """The minimal root of SUITE as a tarball, as piuparts wants its base chroot (-b): what
+    `debootstrap --variant=minbase` makes (mmdebstrap's minbase: Essential, Priority required,
+    apt), with the suite's sources; $NTSYNC_CACHE/piuparts/SUITE-base.tar, built when missing or
+    stale under the one cache policy."""
+    s = suites.get(suite, quiet=True)
+    out = cache() / "piuparts" / f"{s.name}-base.tar.gz"  # piuparts unpacks it with tar -z
+    stamp = out.with_name(out.name + ".complete")
+    why = stale(stamp)
+    if why is None and "docs" not in stamp.read_text():
+        why = "made with /usr/share/doc left out (piuparts: broken symlinks)"
+    if why is None and out.exists():
+        return out
+    require_root("building piuparts' base tarball")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for old in out.parent.glob(f"{s.name}-base.tmp-*.tar*"):  # of an interrupted run
+        pid = old.name.split(".tmp-", 1)[1].split(".", 1)[0]
+        if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
+            old.unlink(missing_ok=True)
+    tmp = out.with_name(f"{s.name}-base.tmp-{os.getpid()}.tar.gz")  # mmdebstrap: the name says the format
+    logf = out.parent / "logs" / f"{s.name}-base.log"
+    say(f"building the {s.name} base tarball for piuparts ({why or 'missing'}; mmdebstrap minbase; log {logf})")
+    t = time.monotonic()
+    try:
+        # With its documentation: a root without /usr/share/doc has symlinks there that
+        # piuparts reports as broken.
+        mmdebstrap(s.release, tmp, s.sources, ["apt"], logf, variant="minbase", docs=True)
+    except Failure:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.rename(out)
+    stamp.write_text(f"{s.release} minbase docs\n")
+    say(f"{s.name} base tarball ready in {time.monotonic() - t:.0f} s")
+    return out
 
 
 def kernel_release(root, pattern="*", arch=None):

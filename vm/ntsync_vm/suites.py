@@ -85,10 +85,11 @@ class Suite:
     image: bool = True
     check: tuple = ()
 
-    def kernel_packages(self, arch=None):
-        """The kernel and its headers for ARCH (a row of arches.py; default the first)."""
+    def kernel_packages(self, arch=None, flavour=None):
+        """The kernel and its headers for ARCH (a row of arches.py; default the first), of
+        FLAVOUR when given (else the architecture's guest flavour)."""
         a = arch or arches.get(self.architectures[0])
-        return a.kernel_packages(self.pin) + list(self.pinned_too)
+        return a.kernel_packages(self.pin, flavour) + list(self.pinned_too)
 
     @property
     def in_tree(self):

@@ -97,6 +97,14 @@ HOST_TOOLS = {
     "gpg": "gnupg",  # the apt repository's signature (repo.py)
     "apt-ftparchive": "apt-utils",
     "dpkg-deb": "dpkg",
+    # Debian's own tools on our packages (debtools.py)
+    "piuparts": "piuparts",
+    "capsh": "libcap2-bin",  # piuparts runs without CAP_SYS_MODULE: no chroot loads a module here
+    "autopkgtest": "autopkgtest",
+    "autopkgtest-virt-qemu": "autopkgtest",
+    "reprotest": "reprotest",
+    "faketime": "faketime",
+    "diffoscope": "diffoscope-minimal",
 }
 
 
