@@ -83,7 +83,6 @@
 
 #include <linux/anon_inodes.h>
 #include <linux/atomic.h>
-#include <linux/build_bug.h>
 #include <linux/compiler.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -155,7 +154,8 @@ union ntsync_state {
  *               Read without locks (see "Looking without locks").
  * @all_hint:    number of entries on @all_waiters; nonzero means that @s
  *               is accessed only with the instance's wait_all_lock held.
- * @kind:        an enum ntsync_kind, set at creation.
+ * @kind:        what the object is, set at creation (8 bits, which keeps
+ *               the object at 72 bytes on 64-bit).
  * @abandoned:   a mutex whose owner was killed and that nobody acquired
  *               since; its owner and count are 0.
  * @s:           the state; see ntsync_lock_obj() for which lock covers it.
@@ -168,7 +168,7 @@ struct ntsync_obj {
 	spinlock_t lock;		/* state and wait-any queue */
 	unsigned int signals;
 	unsigned int all_hint;
-	u8 kind;
+	enum ntsync_kind kind : 8;
 	bool abandoned;
 	union ntsync_state s;
 
@@ -263,6 +263,7 @@ static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
 	case NTSYNC_EVENT:
 		return s->event.signaled;
 	}
+	WARN_ON_ONCE(1);
 	return false;
 }
 
@@ -273,26 +274,27 @@ static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
 static bool ntsync_acquire_state(struct ntsync_obj *obj, __u32 owner)
 {
 	union ntsync_state *s = &obj->s;
-	bool was_abandoned = false;
+	bool was_abandoned;
 
 	ntsync_assert_held(obj);
 
 	switch (obj->kind) {
 	case NTSYNC_SEM:
 		s->sem.count--;
-		break;
+		return false;
 	case NTSYNC_MUTEX:
 		was_abandoned = obj->abandoned;
 		obj->abandoned = false;
 		s->mutex.count++;
 		s->mutex.owner = owner;
-		break;
+		return was_abandoned;
 	case NTSYNC_EVENT:
 		/* an auto-reset event (manual 0) resets */
 		s->event.signaled &= s->event.manual;
-		break;
+		return false;
 	}
-	return was_abandoned;
+	WARN_ON_ONCE(1);
+	return false;
 }
 
 /* Claim @q for @index; on success the caller acquires on its behalf. */
@@ -398,7 +400,8 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 {
 	struct ntsync_sem_args *s = &sem->s.sem;
 	__u32 add, before;
-	bool all, fits;
+	bool all;
+	int ret = 0;
 
 	if (get_user(add, inout))
 		return -EFAULT;
@@ -407,78 +410,84 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 
 	all = ntsync_lock_obj(sem);
 	before = s->count;
-	fits = add <= s->max - before;
-	if (fits) {
+	if (add > s->max - before) {
+		ret = -EOVERFLOW;
+	} else {
 		ntsync_signal_begin_state(sem);
 		s->count = before + add;
 		ntsync_wake_state(sem, all);
 	}
 	ntsync_unlock_obj(sem, all);
 
-	if (!fits)
-		return -EOVERFLOW;
-	return put_user(before, inout) ? -EFAULT : 0;
+	if (!ret && put_user(before, inout))
+		ret = -EFAULT;
+	return ret;
 }
 
-/*
- * @owner lets go of @mutex: one level of recursion (MUTEX_UNLOCK), or all
- * of them, leaving the mutex abandoned (MUTEX_KILL).  -EPERM unless @owner
- * holds it; else 0 and the recursion count before in @before.
- */
-static int ntsync_mutex_drop_state(struct ntsync_obj *mutex, __u32 owner,
-				   bool kill, bool all, __u32 *before)
+/* MUTEX_UNLOCK: one level of recursion; the count before is written back. */
+static int ntsync_mutex_unlock(struct ntsync_obj *mutex,
+			       struct ntsync_mutex_args __user *uargs)
 {
 	struct ntsync_mutex_args *m = &mutex->s.mutex;
-
-	ntsync_assert_held(mutex);
-
-	if (m->owner != owner)
-		return -EPERM;
-	ntsync_signal_begin_state(mutex);
-	*before = m->count;
-	m->count = kill ? 0 : m->count - 1;
-	if (!m->count)
-		m->owner = 0;
-	mutex->abandoned = kill;
-	ntsync_wake_state(mutex, all);
-	return 0;
-}
-
-/* MUTEX_UNLOCK and MUTEX_KILL; only the former writes anything back. */
-static int ntsync_mutex_drop(struct ntsync_obj *mutex, void __user *uarg,
-			     bool kill)
-{
-	struct ntsync_mutex_args __user *uargs = uarg;
-	struct ntsync_mutex_args in;
+	struct ntsync_mutex_args args;
 	__u32 before;
 	bool all;
-	int ret;
+	int ret = 0;
 
-	if (kill)
-		ret = get_user(in.owner, (__u32 __user *)uarg);
-	else
-		ret = copy_from_user(&in, uargs, sizeof(in)) ? -EFAULT : 0;
-	if (ret)
-		return ret;
-	if (!in.owner || mutex->kind != NTSYNC_MUTEX)
+	if (copy_from_user(&args, uargs, sizeof(args)))
+		return -EFAULT;
+	if (!args.owner || mutex->kind != NTSYNC_MUTEX)
 		return -EINVAL;
 
 	all = ntsync_lock_obj(mutex);
-	ret = ntsync_mutex_drop_state(mutex, in.owner, kill, all, &before);
+	before = m->count;
+	if (m->owner != args.owner) {
+		ret = -EPERM;
+	} else {
+		ntsync_signal_begin_state(mutex);
+		if (!--m->count)
+			m->owner = 0;
+		ntsync_wake_state(mutex, all);
+	}
 	ntsync_unlock_obj(mutex, all);
 
-	if (!ret && !kill && put_user(before, &uargs->count))
+	if (!ret && put_user(before, &uargs->count))
 		ret = -EFAULT;
 	return ret;
 }
 
 /*
- * EVENT_SET, EVENT_RESET and EVENT_PULSE hand back the state before.  A
- * pulse signals the event to the waiters it can wake and leaves it
- * unsignaled, all under one hold of the lock.
+ * MUTEX_KILL: the owner died; every level of recursion goes and the mutex
+ * is abandoned until someone acquires it.  Nothing is written back.
  */
-static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
-			       bool set, bool reset)
+static int ntsync_mutex_kill(struct ntsync_obj *mutex, __u32 __user *uowner)
+{
+	struct ntsync_mutex_args *m = &mutex->s.mutex;
+	__u32 owner;
+	bool all;
+	int ret = 0;
+
+	if (get_user(owner, uowner))
+		return -EFAULT;
+	if (!owner || mutex->kind != NTSYNC_MUTEX)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(mutex);
+	if (m->owner != owner) {
+		ret = -EPERM;
+	} else {
+		ntsync_signal_begin_state(mutex);
+		m->owner = 0;
+		m->count = 0;
+		mutex->abandoned = true;
+		ntsync_wake_state(mutex, all);
+	}
+	ntsync_unlock_obj(mutex, all);
+	return ret;
+}
+
+/* EVENT_SET: signal the event; the state before is written back. */
+static int ntsync_event_set(struct ntsync_obj *event, __u32 __user *out)
 {
 	struct ntsync_event_args *e = &event->s.event;
 	__u32 before;
@@ -489,26 +498,65 @@ static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
 
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
-	if (set) {
-		ntsync_signal_begin_state(event);
-		e->signaled = 1;
-		ntsync_wake_state(event, all);
-	}
-	if (reset)
-		e->signaled = 0;
+	ntsync_signal_begin_state(event);
+	e->signaled = 1;
+	ntsync_wake_state(event, all);
 	ntsync_unlock_obj(event, all);
 
 	return put_user(before, out) ? -EFAULT : 0;
 }
 
-/* SEM_READ, MUTEX_READ and EVENT_READ: the state, as the ABI spells it. */
-static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out, u8 kind)
+/* EVENT_RESET: unsignal the event; the state before is written back. */
+static int ntsync_event_reset(struct ntsync_obj *event, __u32 __user *out)
+{
+	struct ntsync_event_args *e = &event->s.event;
+	__u32 before;
+	bool all;
+
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(event);
+	before = e->signaled;
+	e->signaled = 0;
+	ntsync_unlock_obj(event, all);
+
+	return put_user(before, out) ? -EFAULT : 0;
+}
+
+/*
+ * EVENT_PULSE: signal the event to the waiters it can wake and leave it
+ * unsignaled, all under one hold of the lock; the state before is written
+ * back.
+ */
+static int ntsync_event_pulse(struct ntsync_obj *event, __u32 __user *out)
+{
+	struct ntsync_event_args *e = &event->s.event;
+	__u32 before;
+	bool all;
+
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(event);
+	before = e->signaled;
+	ntsync_signal_begin_state(event);
+	e->signaled = 1;
+	ntsync_wake_state(event, all);
+	e->signaled = 0;
+	ntsync_unlock_obj(event, all);
+
+	return put_user(before, out) ? -EFAULT : 0;
+}
+
+/*
+ * The state of @obj, as the ABI spells it, for the three reads (each has
+ * checked the kind); -EOWNERDEAD for an abandoned mutex.
+ */
+static int ntsync_read_state(struct ntsync_obj *obj, void __user *out)
 {
 	union ntsync_state now;
 	bool abandoned, all;
-
-	if (obj->kind != kind)
-		return -EINVAL;
 
 	all = ntsync_lock_obj(obj);
 	now = obj->s;
@@ -518,6 +566,33 @@ static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out, u8 kind)
 	if (copy_to_user(out, &now, sizeof(now)))
 		return -EFAULT;
 	return abandoned ? -EOWNERDEAD : 0;
+}
+
+/* SEM_READ */
+static int ntsync_sem_read(struct ntsync_obj *sem,
+			   struct ntsync_sem_args __user *out)
+{
+	if (sem->kind != NTSYNC_SEM)
+		return -EINVAL;
+	return ntsync_read_state(sem, out);
+}
+
+/* MUTEX_READ */
+static int ntsync_mutex_read(struct ntsync_obj *mutex,
+			     struct ntsync_mutex_args __user *out)
+{
+	if (mutex->kind != NTSYNC_MUTEX)
+		return -EINVAL;
+	return ntsync_read_state(mutex, out);
+}
+
+/* EVENT_READ */
+static int ntsync_event_read(struct ntsync_obj *event,
+			     struct ntsync_event_args __user *out)
+{
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+	return ntsync_read_state(event, out);
 }
 
 static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
@@ -530,21 +605,21 @@ static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
 	case NTSYNC_IOC_SEM_RELEASE:
 		return ntsync_sem_release(obj, p);
 	case NTSYNC_IOC_SEM_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_SEM);
+		return ntsync_sem_read(obj, p);
 	case NTSYNC_IOC_MUTEX_UNLOCK:
-		return ntsync_mutex_drop(obj, p, false);
+		return ntsync_mutex_unlock(obj, p);
 	case NTSYNC_IOC_MUTEX_KILL:
-		return ntsync_mutex_drop(obj, p, true);
+		return ntsync_mutex_kill(obj, p);
 	case NTSYNC_IOC_MUTEX_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_MUTEX);
+		return ntsync_mutex_read(obj, p);
 	case NTSYNC_IOC_EVENT_SET:
-		return ntsync_event_change(obj, p, true, false);
+		return ntsync_event_set(obj, p);
 	case NTSYNC_IOC_EVENT_RESET:
-		return ntsync_event_change(obj, p, false, true);
+		return ntsync_event_reset(obj, p);
 	case NTSYNC_IOC_EVENT_PULSE:
-		return ntsync_event_change(obj, p, true, true);
+		return ntsync_event_pulse(obj, p);
 	case NTSYNC_IOC_EVENT_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_EVENT);
+		return ntsync_event_read(obj, p);
 	}
 	return -ENOIOCTLCMD;
 }
@@ -603,48 +678,17 @@ static const struct file_operations ntsync_obj_fops = {
 };
 
 /*
- * Is @s a state that CREATE may start an object of @kind in?  Events are
- * stored with their flags as 0 or 1, the way reads report them.
+ * Make an object of @kind in state @s, checked by the caller, and give it a
+ * descriptor.  The descriptor appears in the caller's table only once
+ * nothing can fail; the object's file, once it exists, owns the object and
+ * the reference to the device, so dropping the file undoes everything.
  */
-static bool ntsync_initial_state(u8 kind, union ntsync_state *s)
-{
-	switch (kind) {
-	case NTSYNC_SEM:
-		return s->sem.count <= s->sem.max;
-	case NTSYNC_MUTEX:
-		/* owned with a count, or free with none */
-		return !s->mutex.owner == !s->mutex.count;
-	case NTSYNC_EVENT:
-		s->event.manual = !!s->event.manual;
-		s->event.signaled = !!s->event.signaled;
-		return true;
-	}
-	return false;
-}
-
-/*
- * CREATE_SEM, CREATE_MUTEX and CREATE_EVENT: all three take two __u32 in
- * the order the state keeps them, so one function makes every kind.  The
- * descriptor appears in the caller's table only once nothing can fail; the
- * object's file, once it exists, owns the object and the reference to the
- * device, so dropping the file undoes everything.
- */
-static int ntsync_create(struct ntsync_device *dev, u8 kind,
-			 const void __user *uarg)
+static int ntsync_obj_create(struct ntsync_device *dev, enum ntsync_kind kind,
+			     const union ntsync_state *s)
 {
 	struct ntsync_obj *obj;
-	union ntsync_state s;
 	struct file *file;
 	int fd;
-
-	BUILD_BUG_ON(sizeof(s) != sizeof(struct ntsync_sem_args) ||
-		     sizeof(s) != sizeof(struct ntsync_mutex_args) ||
-		     sizeof(s) != sizeof(struct ntsync_event_args));
-
-	if (copy_from_user(&s, uarg, sizeof(s)))
-		return -EFAULT;
-	if (!ntsync_initial_state(kind, &s))
-		return -EINVAL;
 
 	obj = kmem_cache_zalloc(ntsync_obj_cachep, GFP_KERNEL);
 	if (!obj)
@@ -653,7 +697,7 @@ static int ntsync_create(struct ntsync_device *dev, u8 kind,
 	INIT_LIST_HEAD(&obj->any_waiters);
 	INIT_LIST_HEAD(&obj->all_waiters);
 	obj->kind = kind;
-	obj->s = s;
+	obj->s = *s;
 	obj->dev = dev;
 
 	file = anon_inode_getfile(NTSYNC_NAME, &ntsync_obj_fops, obj, O_RDWR);
@@ -671,6 +715,48 @@ static int ntsync_create(struct ntsync_device *dev, u8 kind,
 	}
 	fd_install(fd, file);
 	return fd;
+}
+
+/* CREATE_SEM: a count no greater than the maximum. */
+static int ntsync_create_sem(struct ntsync_device *dev,
+			     const struct ntsync_sem_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.sem, uargs, sizeof(s.sem)))
+		return -EFAULT;
+	if (s.sem.count > s.sem.max)
+		return -EINVAL;
+	return ntsync_obj_create(dev, NTSYNC_SEM, &s);
+}
+
+/* CREATE_MUTEX: owned with a count, or free with none. */
+static int ntsync_create_mutex(struct ntsync_device *dev,
+			       const struct ntsync_mutex_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.mutex, uargs, sizeof(s.mutex)))
+		return -EFAULT;
+	if (!s.mutex.owner != !s.mutex.count)
+		return -EINVAL;
+	return ntsync_obj_create(dev, NTSYNC_MUTEX, &s);
+}
+
+/*
+ * CREATE_EVENT: any flags; they are kept as 0 or 1, the way reads report
+ * them.
+ */
+static int ntsync_create_event(struct ntsync_device *dev,
+			       const struct ntsync_event_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.event, uargs, sizeof(s.event)))
+		return -EFAULT;
+	s.event.manual = !!s.event.manual;
+	s.event.signaled = !!s.event.signaled;
+	return ntsync_obj_create(dev, NTSYNC_EVENT, &s);
 }
 
 /*
@@ -1177,11 +1263,11 @@ static long ntsync_dev_ioctl(struct file *file, unsigned int cmd,
 	case NTSYNC_IOC_WAIT_ALL:
 		return ntsync_wait_all(dev, p);
 	case NTSYNC_IOC_CREATE_SEM:
-		return ntsync_create(dev, NTSYNC_SEM, p);
+		return ntsync_create_sem(dev, p);
 	case NTSYNC_IOC_CREATE_MUTEX:
-		return ntsync_create(dev, NTSYNC_MUTEX, p);
+		return ntsync_create_mutex(dev, p);
 	case NTSYNC_IOC_CREATE_EVENT:
-		return ntsync_create(dev, NTSYNC_EVENT, p);
+		return ntsync_create_event(dev, p);
 	}
 	return -ENOIOCTLCMD;
 }
