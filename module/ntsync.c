@@ -19,7 +19,7 @@
  * wait-all entries are queued on it (her all_hint).  The ABI, its error
  * codes and the behaviour are hers.  The code is this project's own, and
  * so are the rest of the design: the wait that acquires before it queues,
- * stack-allocated wait entries, the lock-free look and its signal counts,
+ * stack-allocated wait entries, the lock-free look and its sequence counts,
  * the object layer below and the fdinfo output.
  *
  * Locking
@@ -55,26 +55,28 @@
  * objects: looked at one after another, one object can become signaled
  * behind the look while another stops being signaled ahead of it.
  *
- * So every object counts its signals, as a sequence count does: under the
- * object's lock, ntsync_obj.signals is made odd before every change that
- * can make it signaled (release, unlock, kill, set, pulse) and even again
- * after it, before any waiter is handed the object.  The look reads each
- * object's count before its state, and an odd count means that a change
- * is under way; a poll that found nothing then reads the counts again.  If
- * every count was even and none changed, no change that signals began or
- * ended on any object between its look and the second read, so at the
- * instant between the last look and the first second read every object
- * was in the state the look saw: unsignaled, and the time-out is correct.
- * (One increment after the change would not do: a change made just after
- * the look and counted only after the second read would go unseen.)
+ * So every object has a sequence count, ntsync_obj.seq (a
+ * seqcount_spinlock_t tied to its lock), and every change that can make it
+ * signaled (release, unlock, kill, set, pulse) is a write section of it,
+ * ended before any waiter is handed the object.  The look begins a read
+ * section on each object before it reads the state, and keeps the count in
+ * the wait's entry; a poll that found nothing then checks, object by
+ * object, that no section ran since (read_seqcount_retry()).  If none did,
+ * then at the instant between the last look and the first check every
+ * object was in the state the look saw: unsignaled, and the time-out is
+ * correct.  (A count bumped once after the change would not do: a change
+ * made just after the look and counted only after the check would go
+ * unseen.)
  *
- * If one changed, or a count was odd, the poll does what a sleeping wait
- * does: it queues on every object in order, taking the first
- * that is signaled, and times out only if queueing found none; a queued
- * waiter is handed every object that becomes signaled, so at the end of
- * queueing none was.  The alert is taken by the look only under the same
- * check, made while the alert's lock is held.  Acquisitions, which only
- * ever make an object less signaled, do not count.
+ * If one changed, or an object that looked signaled was not under its
+ * lock, the poll does what a sleeping wait does: it queues on every object
+ * in order, taking the first that is signaled, and times out only if
+ * queueing found none; a queued waiter is handed every object that becomes
+ * signaled, so at the end of queueing none was.  The alert is taken by the
+ * look only under the same check, made while the alert's lock is held.
+ * Acquisitions, which only ever make an object less signaled, are not
+ * write sections.  A wait that can neither time out nor take an alert
+ * needs no instant, and its look reads no counts.
  *
  * A waiter leaves its queues alert first and then from the highest index
  * down: while it is still queued on an object, nobody can hand it the
@@ -108,36 +110,48 @@
 
 /*
  * Waits on up to this many entries (objects plus alert) keep their queue
- * entries on the kernel stack (320 bytes; the wait functions use about
- * 1.4 KiB in all); larger ones allocate them, charged to the caller's
- * memory cgroup, which costs measurably inside a child cgroup.
+ * entries on the kernel stack; larger ones use the instance's spare array
+ * or allocate one, charged to the caller's memory cgroup.
  */
 #define NTSYNC_STACK_ENTRIES	8
 
-/* What an object is; the values are also the ABI's order of creation. */
+/**
+ * enum ntsync_kind - what an object is
+ * @NTSYNC_SEM: a semaphore
+ * @NTSYNC_MUTEX: a mutex
+ * @NTSYNC_EVENT: an event, manual-reset or auto-reset
+ */
 enum ntsync_kind {
 	NTSYNC_SEM,
 	NTSYNC_MUTEX,
 	NTSYNC_EVENT,
 };
 
-/*
- * One open of /dev/ntsync.
- *
+struct ntsync_q_entry;
+
+/**
+ * struct ntsync_device - one open of /dev/ntsync
  * @wait_all_lock: serializes wait-all queueing and every access to objects
- *                 that have wait-all entries queued (see the top of file).
- * @file:          the device file; each object holds a reference to it.
+ *	that have wait-all entries queued (see "Locking" at the top).
+ * @file: the device file; each object holds a reference to it.
+ * @spare: an array of NTSYNC_MAX_WAIT_COUNT + 1 queue entries that the
+ *	last wait too large for the stack left for the next, or NULL; taken
+ *	and given back with xchg() and cmpxchg().
  */
 struct ntsync_device {
 	struct mutex wait_all_lock;	/* see "Locking" at the top */
 	struct file *file;
+	struct ntsync_q_entry *spare;
 };
 
-/*
- * The state of an object, kept in the ABI's own argument structures, so
- * that a read hands it out as it is: a semaphore's count and maximum, a
- * mutex's owner (0: none) and recursion count, an event's manual-reset
- * flag and state, each 0 or 1.
+/**
+ * union ntsync_state - the state of an object
+ * @sem: a semaphore's count and maximum
+ * @mutex: a mutex's owner (0: none) and recursion count
+ * @event: an event's manual-reset flag and state, each 0 or 1
+ *
+ * Kept in the ABI's own argument structures, so that a read hands it out as
+ * it is.
  */
 union ntsync_state {
 	struct ntsync_sem_args sem;
@@ -145,28 +159,27 @@ union ntsync_state {
 	struct ntsync_event_args event;
 };
 
-/*
- * A semaphore, mutex or event.
- *
- * @lock:        protects @s, @abandoned and @any_waiters; with
- *               wait_all_lock also @all_hint.
- * @signals:     odd during every change that can signal @s; @lock.
- *               Read without locks (see "Looking without locks").
- * @all_hint:    number of entries on @all_waiters; nonzero means that @s
- *               is accessed only with the instance's wait_all_lock held.
- * @kind:        what the object is, set at creation (8 bits, which keeps
- *               the object at 72 bytes on 64-bit).
- * @abandoned:   a mutex whose owner was killed and that nobody acquired
- *               since; its owner and count are 0.
- * @s:           the state; see ntsync_lock_obj() for which lock covers it.
+/**
+ * struct ntsync_obj - a semaphore, mutex or event
+ * @lock: protects @s, @abandoned and @any_waiters; with wait_all_lock
+ *	also @all_hint.
+ * @seq: a write section around every change that can signal @s, under
+ *	@lock; read by the lock-free look (see "Looking without locks").
+ * @all_hint: number of entries on @all_waiters; nonzero means that @s is
+ *	accessed only with the instance's wait_all_lock held.
+ * @kind: what the object is, set at creation (8 bits, which keeps the
+ *	object at 72 bytes on 64-bit without lock debugging).
+ * @abandoned: a mutex whose owner was killed and that nobody acquired
+ *	since; its owner and count are 0.
+ * @s: the state; see ntsync_lock_obj() for which lock covers it.
  * @any_waiters: wait-any entries (and alerts), in queueing order; @lock.
  * @all_waiters: wait-all entries, in queueing order; wait_all_lock.
- * @dev:         the instance, kept alive by a reference to its file.
- * @file:        the object's own file.
+ * @dev: the instance, kept alive by a reference to its file.
+ * @file: the object's own file.
  */
 struct ntsync_obj {
-	spinlock_t lock;		/* state and wait-any queue */
-	unsigned int signals;
+	spinlock_t lock;		/* state, wait-any queue, seq */
+	seqcount_spinlock_t seq;
 	unsigned int all_hint;
 	enum ntsync_kind kind : 8;
 	bool abandoned;
@@ -180,23 +193,37 @@ struct ntsync_obj {
 
 struct ntsync_q;
 
-/* One object of one wait, linked on the object's waiter list. */
+/**
+ * struct ntsync_q_entry - one object of one wait
+ * @node: on the object's @any_waiters or @all_waiters while queued.
+ * @seq: before the wait queues, the object's sequence count when the
+ *	lock-free look began its read section (the look is over before
+ *	@node is used; sharing it keeps an entry at 32 bytes on 64-bit).
+ * @q: the wait.
+ * @obj: the object; the wait holds a reference to its file.
+ *
+ * An entry's index in the wait (the object's, or the count of objects for
+ * the alert) is its place in @q->entries: ntsync_entry_index().
+ */
 struct ntsync_q_entry {
-	struct list_head node;
+	union {
+		struct list_head node;
+		unsigned int seq;
+	};
 	struct ntsync_q *q;
 	struct ntsync_obj *obj;
-	__u32 index;
 };
 
-/*
- * A thread's wait.
- *
- * @signaled:  -1 while waiting; the index of the satisfying entry once
- *             claimed (0 for a complete wait-all, count for the alert).
+/**
+ * struct ntsync_q - a thread's wait
+ * @task: the waiting thread.
+ * @signaled: -1 while waiting; the index of the satisfying entry once
+ *	claimed (0 for a complete wait-all, count for the alert).
+ * @owner: the owner a mutex is acquired for.
+ * @count: number of objects, not counting the alert.
  * @ownerdead: an abandoned mutex was acquired; written by the claimer
- *             before it drops the lock of the object it claimed through.
- * @count:     number of objects, not counting the alert.
- * @entries:   count entries, then the alert's if there is one.
+ *	before it drops the lock of the object it claimed through.
+ * @entries: @count entries, then the alert's if there is one.
  */
 struct ntsync_q {
 	struct task_struct *task;
@@ -205,6 +232,26 @@ struct ntsync_q {
 	__u32 count;
 	bool ownerdead;
 	struct ntsync_q_entry *entries;
+};
+
+/**
+ * union ntsync_wait_stack - what a wait keeps on the stack
+ * @small: a wait of up to NTSYNC_STACK_ENTRIES entries: its entries and
+ *	the descriptors it copies in.
+ * @small.entries: the queue entries.
+ * @small.fds: the descriptors of its objects.
+ * @fds: the descriptors of a larger wait, whose entries are elsewhere.
+ *
+ * Mainline's driver keeps only the descriptors on the stack and allocates
+ * every wait's entries; this keeps the frame of each wait under 512 bytes
+ * with no allocation for a small wait.
+ */
+union ntsync_wait_stack {
+	struct {
+		struct ntsync_q_entry entries[NTSYNC_STACK_ENTRIES];
+		int fds[NTSYNC_STACK_ENTRIES];
+	} small;
+	int fds[NTSYNC_MAX_WAIT_COUNT];
 };
 
 static struct kmem_cache *ntsync_obj_cachep;
@@ -245,23 +292,28 @@ static void ntsync_assert_held(struct ntsync_obj *obj)
 }
 
 /*
- * Could a wait on behalf of @owner acquire @obj now?  Inlined: the lock-free
- * look calls it for every object of a wait.
+ * Could a wait on behalf of @owner acquire @obj now?  Called with the
+ * object held (ntsync_assert_held()) and, as a hint that the caller checks
+ * again under the lock, by the lock-free look, for which every field is
+ * read once: the fields of a mutex may then come from two instants.
+ * Inlined: the look calls it for every object of a wait.
  */
 static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
 					    __u32 owner)
 {
 	const union ntsync_state *s = &obj->s;
+	__u32 mutex_owner;
 
 	switch (obj->kind) {
 	case NTSYNC_SEM:
-		return s->sem.count;
+		return READ_ONCE(s->sem.count);
 	case NTSYNC_MUTEX:
 		/* a recursion count at its limit cannot grow: not signaled */
-		return (!s->mutex.owner || s->mutex.owner == owner) &&
-		       s->mutex.count != U32_MAX;
+		mutex_owner = READ_ONCE(s->mutex.owner);
+		return (!mutex_owner || mutex_owner == owner) &&
+		       READ_ONCE(s->mutex.count) != U32_MAX;
 	case NTSYNC_EVENT:
-		return s->event.signaled;
+		return READ_ONCE(s->event.signaled);
 	}
 	WARN_ON_ONCE(1);
 	return false;
@@ -297,6 +349,12 @@ static bool ntsync_acquire_state(struct ntsync_obj *obj, __u32 owner)
 	return false;
 }
 
+/* The index in its wait of @entry: the result of a wait it satisfies. */
+static __u32 ntsync_entry_index(const struct ntsync_q_entry *entry)
+{
+	return entry - entry->q->entries;
+}
+
 /* Claim @q for @index; on success the caller acquires on its behalf. */
 static bool ntsync_claim(struct ntsync_q *q, __u32 index)
 {
@@ -321,7 +379,7 @@ static void ntsync_wake_any_state(struct ntsync_obj *obj)
 				break;
 			continue;
 		}
-		if (!ntsync_claim(q, entry->index))
+		if (!ntsync_claim(q, ntsync_entry_index(entry)))
 			continue;
 		if (ntsync_acquire_state(obj, q->owner))
 			q->ownerdead = true;
@@ -353,32 +411,19 @@ static void ntsync_wake_all_state(struct ntsync_device *dev,
 }
 
 /*
- * The caller is about to make @obj more signaled: make its signal count
- * odd for lock-free lookers (see "Looking without locks").
+ * @obj, held, has just become more signaled (in a write section of its
+ * sequence count, ended): hand it to whom it can satisfy, wait-all waiters
+ * first.
+ * While wait-all entries are queued on it (all_hint, which changes only
+ * under both locks), ntsync_lock_obj() took wait_all_lock as well.
  */
-static void ntsync_signal_begin_state(struct ntsync_obj *obj)
-{
-	lockdep_assert_held(&obj->lock);
-	WRITE_ONCE(obj->signals, obj->signals + 1);
-	/* the odd count before the new state: pairs with ntsync_look_signals() */
-	smp_wmb();
-}
-
-/*
- * The caller has just made @obj more signaled: make its signal count even
- * again, then wake whom it can satisfy, wait-all waiters first.  @all says
- * whether the caller holds wait_all_lock.
- */
-static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
+static void ntsync_wake(struct ntsync_obj *obj)
 {
 	struct ntsync_q_entry *entry;
 
 	lockdep_assert_held(&obj->lock);
-	/* the new state before the even count: pairs with ntsync_unchanged() */
-	smp_wmb();
-	WRITE_ONCE(obj->signals, obj->signals + 1);
 
-	if (all) {
+	if (obj->all_hint) {
 		lockdep_assert_held(&obj->dev->wait_all_lock);
 		list_for_each_entry(entry, &obj->all_waiters, node)
 			ntsync_wake_all_state(obj->dev, entry->q);
@@ -413,9 +458,10 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 	if (add > s->max - before) {
 		ret = -EOVERFLOW;
 	} else {
-		ntsync_signal_begin_state(sem);
+		write_seqcount_begin(&sem->seq);
 		s->count = before + add;
-		ntsync_wake_state(sem, all);
+		write_seqcount_end(&sem->seq);
+		ntsync_wake(sem);
 	}
 	ntsync_unlock_obj(sem, all);
 
@@ -444,10 +490,11 @@ static int ntsync_mutex_unlock(struct ntsync_obj *mutex,
 	if (m->owner != args.owner) {
 		ret = -EPERM;
 	} else {
-		ntsync_signal_begin_state(mutex);
+		write_seqcount_begin(&mutex->seq);
 		if (!--m->count)
 			m->owner = 0;
-		ntsync_wake_state(mutex, all);
+		write_seqcount_end(&mutex->seq);
+		ntsync_wake(mutex);
 	}
 	ntsync_unlock_obj(mutex, all);
 
@@ -476,11 +523,12 @@ static int ntsync_mutex_kill(struct ntsync_obj *mutex, __u32 __user *uowner)
 	if (m->owner != owner) {
 		ret = -EPERM;
 	} else {
-		ntsync_signal_begin_state(mutex);
+		write_seqcount_begin(&mutex->seq);
 		m->owner = 0;
 		m->count = 0;
 		mutex->abandoned = true;
-		ntsync_wake_state(mutex, all);
+		write_seqcount_end(&mutex->seq);
+		ntsync_wake(mutex);
 	}
 	ntsync_unlock_obj(mutex, all);
 	return ret;
@@ -498,9 +546,10 @@ static int ntsync_event_set(struct ntsync_obj *event, __u32 __user *out)
 
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
-	ntsync_signal_begin_state(event);
+	write_seqcount_begin(&event->seq);
 	e->signaled = 1;
-	ntsync_wake_state(event, all);
+	write_seqcount_end(&event->seq);
+	ntsync_wake(event);
 	ntsync_unlock_obj(event, all);
 
 	return put_user(before, out) ? -EFAULT : 0;
@@ -540,9 +589,10 @@ static int ntsync_event_pulse(struct ntsync_obj *event, __u32 __user *out)
 
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
-	ntsync_signal_begin_state(event);
+	write_seqcount_begin(&event->seq);
 	e->signaled = 1;
-	ntsync_wake_state(event, all);
+	write_seqcount_end(&event->seq);
+	ntsync_wake(event);
 	e->signaled = 0;
 	ntsync_unlock_obj(event, all);
 
@@ -694,6 +744,7 @@ static int ntsync_obj_create(struct ntsync_device *dev, enum ntsync_kind kind,
 	if (!obj)
 		return -ENOMEM;
 	spin_lock_init(&obj->lock);
+	seqcount_spinlock_init(&obj->seq, &obj->lock);
 	INIT_LIST_HEAD(&obj->any_waiters);
 	INIT_LIST_HEAD(&obj->all_waiters);
 	obj->kind = kind;
@@ -778,63 +829,111 @@ static struct ntsync_obj *ntsync_obj_get(struct ntsync_device *dev, int fd)
 	return NULL;
 }
 
-static void ntsync_put_objs(struct ntsync_obj **objs, __u32 n)
+/*
+ * The entries of a wait too large for the stack: the instance's spare
+ * array if no other wait holds it, else a new one, charged to the caller's
+ * memory cgroup.  Mainline allocates every wait's entries; here a wait-any
+ * over 64 objects that its look satisfies would pay that on every call
+ * (ntsync-bench's waitany.64), and the array does not fit on the stack.
+ */
+static struct ntsync_q_entry *ntsync_entries_get(struct ntsync_device *dev)
 {
-	while (n--)
-		fput(objs[n]->file);
+	struct ntsync_q_entry *entries = xchg(&dev->spare, NULL);
+
+	if (entries)
+		return entries;
+	return kmalloc_array(NTSYNC_MAX_WAIT_COUNT + 1, sizeof(*entries),
+			     GFP_KERNEL_ACCOUNT);
+}
+
+/* Keep @entries as the instance's spare array, unless it has one. */
+static void ntsync_entries_put(struct ntsync_device *dev,
+			       struct ntsync_q_entry *entries)
+{
+	if (cmpxchg(&dev->spare, NULL, entries))
+		kfree(entries);
 }
 
 /*
- * Copy in and check a wait's arguments and take references to its objects:
- * the @args->count objects, then the alert event if there is one.  Returns
- * the number of references taken or a negative errno.
+ * Drop the references to the objects of the first @n entries of @q, and
+ * give its entries back if they are not on the stack.
+ */
+static void ntsync_wait_put(struct ntsync_device *dev, struct ntsync_q *q,
+			    __u32 n, union ntsync_wait_stack *stack)
+{
+	while (n--)
+		fput(q->entries[n].obj->file);
+	if (q->entries != stack->small.entries)
+		ntsync_entries_put(dev, q->entries);
+}
+
+/*
+ * Copy in and check a wait's arguments, set up @q and take references to
+ * its objects, each in its entry: the @args->count objects, then the alert
+ * event if there is one.  Returns the number of entries or a negative
+ * errno.
  */
 static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
-			   struct ntsync_wait_args *args,
-			   struct ntsync_obj **objs, bool all)
+			   struct ntsync_wait_args *args, struct ntsync_q *q,
+			   union ntsync_wait_stack *stack)
 {
-	int fds[NTSYNC_MAX_WAIT_COUNT];
 	struct ntsync_obj *obj;
-	__u32 i, j, n = 0;
+	__u32 i, n;
+	int *fds;
 
 	if (copy_from_user(args, argp, sizeof(*args)))
 		return -EFAULT;
 	if (args->pad || (args->flags & ~NTSYNC_WAIT_REALTIME) ||
 	    !args->owner || args->count > NTSYNC_MAX_WAIT_COUNT)
 		return -EINVAL;
+
+	n = args->count + !!args->alert;
+	fds = n <= NTSYNC_STACK_ENTRIES ? stack->small.fds : stack->fds;
 	if (copy_from_user(fds, u64_to_user_ptr(args->objs),
 			   array_size(args->count, sizeof(*fds))))
 		return -EFAULT;
 
-	for (i = 0; i < args->count; i++) {
-		obj = ntsync_obj_get(dev, fds[i]);
-		if (!obj)
-			goto err;
-		objs[n++] = obj;
-		/* a wait for all may name each object only once */
-		for (j = 0; all && j < i; j++) {
-			if (objs[j] == obj)
-				goto err;
-		}
+	if (n <= NTSYNC_STACK_ENTRIES) {
+		q->entries = stack->small.entries;
+	} else {
+		q->entries = ntsync_entries_get(dev);
+		if (!q->entries)
+			return -ENOMEM;
 	}
+	q->task = current;
+	atomic_set(&q->signaled, -1);
+	q->owner = args->owner;
+	q->count = args->count;
+	q->ownerdead = false;
 
-	if (args->alert) {
-		obj = ntsync_obj_get(dev, args->alert);
+	for (i = 0; i < n; i++) {
+		obj = ntsync_obj_get(dev, i < args->count ? fds[i] : args->alert);
 		if (!obj)
 			goto err;
-		objs[n++] = obj;
-		if (obj->kind != NTSYNC_EVENT)
-			goto err;
-		for (j = 0; all && j < args->count; j++) {
-			if (objs[j] == obj)
-				goto err;
-		}
+		q->entries[i].q = q;
+		q->entries[i].obj = obj;
 	}
+	if (args->alert && q->entries[args->count].obj->kind != NTSYNC_EVENT)
+		goto err;
 	return n;
 
 err:
-	ntsync_put_objs(objs, n);
+	ntsync_wait_put(dev, q, i, stack);
 	return -EINVAL;
+}
+
+/* Does a wait name one object twice, the alert included? */
+static bool ntsync_wait_has_duplicates(const struct ntsync_q *q, __u32 n)
+{
+	__u32 i, j;
+
+	for (i = 1; i < n; i++) {
+		for (j = 0; j < i; j++) {
+			if (q->entries[i].obj == q->entries[j].obj)
+				return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -904,29 +1003,6 @@ static int ntsync_schedule(struct ntsync_q *q,
 	return ret;
 }
 
-static int ntsync_q_init(struct ntsync_q *q, const struct ntsync_wait_args *args,
-			 struct ntsync_q_entry *stack_entries, __u32 n)
-{
-	q->task = current;
-	atomic_set(&q->signaled, -1);
-	q->owner = args->owner;
-	q->count = args->count;
-	q->ownerdead = false;
-	if (n <= NTSYNC_STACK_ENTRIES) {
-		q->entries = stack_entries;
-		return 0;
-	}
-	q->entries = kmalloc_array(n, sizeof(*q->entries), GFP_KERNEL_ACCOUNT);
-	return q->entries ? 0 : -ENOMEM;
-}
-
-static void ntsync_q_free(struct ntsync_q *q,
-			  struct ntsync_q_entry *stack_entries)
-{
-	if (q->entries != stack_entries)
-		kfree(q->entries);
-}
-
 /* Report a claimed wait: the index always, EOWNERDEAD as the result. */
 static int ntsync_wait_done(void __user *argp, __u32 index, bool ownerdead)
 {
@@ -957,142 +1033,152 @@ static int ntsync_wait_result(struct ntsync_q *q, void __user *argp, int ret)
  * signaled, and a wait that is leaving its queues has already dropped its
  * earlier entries when a release claims it through a later one.
  */
-static __u32 ntsync_lowest_index(struct ntsync_obj *const *objs, __u32 index)
+static __u32 ntsync_lowest_index(const struct ntsync_q *q, __u32 index)
 {
 	__u32 i = 0;
 
-	while (objs[i] != objs[index])
+	while (q->entries[i].obj != q->entries[index].obj)
 		i++;
 	return i;
 }
 
 /*
- * The signal count of @obj, read before its state is looked at without
- * locks; odd while a change that signals it is under way.
+ * Lock @obj, which looked signaled to the lock-free look, and acquire it
+ * for @q if it is.  The wait is not queued anywhere yet: nobody else can
+ * claim it.
  */
-static unsigned int ntsync_look_signals(const struct ntsync_obj *obj)
+static bool ntsync_try_acquire(struct ntsync_q *q, struct ntsync_obj *obj)
 {
-	unsigned int signals = READ_ONCE(obj->signals);
+	bool all = ntsync_lock_obj(obj);
+	bool taken = ntsync_signaled(obj, q->owner);
 
-	/* the count before the state: pairs with ntsync_wake_state() */
-	smp_rmb();
-	return signals;
+	if (taken && ntsync_acquire_state(obj, q->owner))
+		q->ownerdead = true;
+	ntsync_unlock_obj(obj, all);
+	return taken;
 }
 
 /*
- * After looking at @objs[0..@n) without locks, finding none signaled and
- * every signal count even: did none of them change since the look read
- * @sum, the sum of their counts?  Then there was an instant at which none
- * was signaled.  Counts only grow, so the sum comes back to its value only
- * after 2^32 changes within the call.
+ * The lock-free look of a wait-any that can neither time out nor take an
+ * alert: acquire the lowest-indexed object that is signaled under its
+ * lock.  Returns its index, or -1.  No sequence count is read: whatever
+ * this look misses, queueing finds.
  */
-static bool ntsync_unchanged(struct ntsync_obj *const *objs, __u32 n,
-			     unsigned int sum)
+static int ntsync_look(struct ntsync_q *q)
 {
 	__u32 i;
 
-	/* the states looked at before the counts read again */
-	smp_rmb();
-	for (i = 0; i < n; i++)
-		sum -= READ_ONCE(objs[i]->signals);
-	return !sum;
+	for (i = 0; i < q->count; i++) {
+		struct ntsync_obj *obj = q->entries[i].obj;
+
+		if (ntsync_signaled(obj, q->owner) && ntsync_try_acquire(q, obj))
+			return i;
+	}
+	return -1;
 }
 
 /*
- * The lock-free look of a wait-any (see "Looking without locks"): take the
- * lowest-indexed object that is signaled under its lock, or the alert if
- * no object changed since it was looked at.  Returns the index taken, or
- * -1 with *@sum the sum of the objects' signal counts and *@stale true if
- * an object changed or was changing under the look.  Only a wait that can
- * time out or has an alert needs the counts (@count); inlined once for
- * each value, so that a wait without either does not pay for them.
+ * Has no object of the first @n entries of @q been through a write
+ * section since the look began its read section on it?  Then there was an
+ * instant at which each was as the look saw it.
  */
-static __always_inline int ntsync_look(struct ntsync_obj *const *objs,
-				       __u32 n,
-				       const struct ntsync_wait_args *args,
-				       bool count, unsigned int *sum,
-				       bool *stale, bool *ownerdead)
+static bool ntsync_unchanged(const struct ntsync_q *q, __u32 n)
 {
-	unsigned int total = 0;
 	__u32 i;
 
 	for (i = 0; i < n; i++) {
-		struct ntsync_obj *obj = objs[i];
-		unsigned int signals = count ? ntsync_look_signals(obj) : 0;
-		bool all;
+		const struct ntsync_q_entry *entry = &q->entries[i];
 
-		/* a change under way: what the look sees proves nothing */
-		if (signals & 1)
-			*stale = true;
-		/* racy by design: see "Looking without locks" */
-		if (!data_race(ntsync_signaled(obj, args->owner))) {
-			total += signals;
+		if (read_seqcount_retry(&entry->obj->seq, entry->seq))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The lock-free look of a wait-any that can time out or take an alert
+ * (see "Looking without locks"): acquire the lowest-indexed object that is
+ * signaled under its lock, or the alert if no object changed since the
+ * look.  Returns the index taken or -1; *@stale is then true if an object
+ * or the alert looked signaled and was not taken, and else the sequence
+ * counts that the look kept in the @n entries tell whether nothing was
+ * signaled at one instant (ntsync_unchanged()).
+ */
+static int ntsync_look_counted(struct ntsync_q *q, __u32 n, bool *stale)
+{
+	struct ntsync_q_entry *entry;
+	struct ntsync_obj *alert;
+	bool all, taken;
+	__u32 i;
+
+	for (i = 0; i < q->count; i++) {
+		entry = &q->entries[i];
+		entry->seq = read_seqcount_begin(&entry->obj->seq);
+		if (!ntsync_signaled(entry->obj, q->owner))
 			continue;
-		}
-		all = ntsync_lock_obj(obj);
-		if (ntsync_signaled(obj, args->owner) &&
-		    (i < args->count ||
-		     (!*stale && ntsync_unchanged(objs, args->count, total)))) {
-			*ownerdead = ntsync_acquire_state(obj, args->owner);
-			ntsync_unlock_obj(obj, all);
+		if (ntsync_try_acquire(q, entry->obj))
 			return i;
-		}
-		ntsync_unlock_obj(obj, all);
 		*stale = true;
 	}
-	*sum = total;
-	return -1;
+	if (n == q->count)
+		return -1;
+
+	entry = &q->entries[q->count];
+	alert = entry->obj;
+	entry->seq = read_seqcount_begin(&alert->seq);
+	if (!ntsync_signaled(alert, q->owner))
+		return -1;
+	all = ntsync_lock_obj(alert);
+	taken = ntsync_signaled(alert, q->owner) && !*stale &&
+		ntsync_unchanged(q, q->count);
+	if (taken)
+		ntsync_acquire_state(alert, q->owner);
+	ntsync_unlock_obj(alert, all);
+	if (!taken) {
+		*stale = true;
+		return -1;
+	}
+	return q->count;
 }
 
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
-	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
-	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
+	union ntsync_wait_stack stack;
 	struct ntsync_wait_args args;
-	bool all, expired, ownerdead, stale = false;
-	int n, ret, signaled, taken;
-	unsigned int sum = 0;
-	__u32 i, queued = 0;
+	bool all, expired, stale = false;
+	__u32 i, n, queued = 0;
+	int ret, signaled;
 	struct ntsync_q q;
 	ktime_t deadline;
 
-	n = ntsync_wait_get(dev, argp, &args, objs, false);
-	if (n < 0)
-		return n;
+	ret = ntsync_wait_get(dev, argp, &args, &q, &stack);
+	if (ret < 0)
+		return ret;
+	n = ret;
 
 	/* Try to acquire without queueing, lowest index first. */
 	if (args.alert || args.timeout <= KTIME_MAX)
-		taken = ntsync_look(objs, n, &args, true, &sum, &stale,
-				    &ownerdead);
+		signaled = ntsync_look_counted(&q, n, &stale);
 	else
-		taken = ntsync_look(objs, n, &args, false, &sum, &stale,
-				    &ownerdead);
-	if (taken >= 0) {
-		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, taken),
-				       ownerdead);
+		signaled = ntsync_look(&q);
+	if (signaled >= 0) {
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(&q, signaled),
+				       q.ownerdead);
 		goto out;
 	}
 
 	/* A poll that found nothing, and nothing changed meanwhile, is over. */
 	deadline = ntsync_deadline(&args);
 	expired = ntsync_expired(&args, deadline);
-	if (expired && !stale && ntsync_unchanged(objs, n, sum)) {
+	if (expired && !stale && ntsync_unchanged(&q, n)) {
 		ret = -ETIMEDOUT;
 		goto out;
 	}
 
-	ret = ntsync_q_init(&q, &args, stack_entries, n);
-	if (ret)
-		goto out;
-
 	/* Queue on each object, stopping early once something claims us. */
 	for (i = 0; i < n; i++) {
 		struct ntsync_q_entry *entry = &q.entries[i];
-		struct ntsync_obj *obj = objs[i];
-
-		entry->q = &q;
-		entry->obj = obj;
-		entry->index = i;
+		struct ntsync_obj *obj = entry->obj;
 
 		all = ntsync_lock_obj(obj);
 		if (ntsync_signaled(obj, q.owner)) {
@@ -1117,57 +1203,52 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 
 	/* Alert first, then downwards: see "Looking without locks". */
 	while (queued--) {
-		struct ntsync_obj *obj = q.entries[queued].obj;
+		struct ntsync_q_entry *entry = &q.entries[queued];
 
-		all = ntsync_lock_obj(obj);
-		list_del(&q.entries[queued].node);
-		ntsync_unlock_obj(obj, all);
+		all = ntsync_lock_obj(entry->obj);
+		list_del(&entry->node);
+		ntsync_unlock_obj(entry->obj, all);
 	}
 
 	/* Every claim through a queued entry happened before its list_del. */
 	signaled = atomic_read(&q.signaled);
 	if (signaled != -1)
-		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, signaled),
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(&q, signaled),
 				       q.ownerdead);
-	ntsync_q_free(&q, stack_entries);
 out:
-	ntsync_put_objs(objs, n);
+	ntsync_wait_put(dev, &q, n, &stack);
 	return ret;
 }
 
 static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 {
-	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
-	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
+	union ntsync_wait_stack stack;
 	struct ntsync_obj *alert = NULL;
 	struct ntsync_wait_args args;
 	bool alert_queued = false;
 	struct ntsync_q q;
 	ktime_t deadline;
-	int n, ret;
-	__u32 i;
+	__u32 i, n;
+	int ret;
 
-	n = ntsync_wait_get(dev, argp, &args, objs, true);
-	if (n < 0)
-		return n;
+	ret = ntsync_wait_get(dev, argp, &args, &q, &stack);
+	if (ret < 0)
+		return ret;
+	n = ret;
+	/* a wait for all may name each object only once */
+	if (ntsync_wait_has_duplicates(&q, n)) {
+		ret = -EINVAL;
+		goto out;
+	}
 	if (n > args.count)
-		alert = objs[args.count];
+		alert = q.entries[args.count].obj;
 
 	deadline = ntsync_deadline(&args);
-	ret = ntsync_q_init(&q, &args, stack_entries, n);
-	if (ret)
-		goto out;
-
-	for (i = 0; i < n; i++) {
-		q.entries[i].q = &q;
-		q.entries[i].obj = objs[i];
-		q.entries[i].index = i;
-	}
 
 	mutex_lock(&dev->wait_all_lock);
 
 	for (i = 0; i < args.count; i++) {
-		struct ntsync_obj *obj = objs[i];
+		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
 		obj->all_hint++;
@@ -1211,7 +1292,7 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		spin_unlock(&alert->lock);
 	}
 	for (i = 0; i < args.count; i++) {
-		struct ntsync_obj *obj = objs[i];
+		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
 		list_del(&q.entries[i].node);
@@ -1221,9 +1302,8 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	mutex_unlock(&dev->wait_all_lock);
 
 	ret = ntsync_wait_result(&q, argp, ret);
-	ntsync_q_free(&q, stack_entries);
 out:
-	ntsync_put_objs(objs, n);
+	ntsync_wait_put(dev, &q, n, &stack);
 	return ret;
 }
 
@@ -1246,6 +1326,7 @@ static int ntsync_dev_release(struct inode *inode, struct file *file)
 	struct ntsync_device *dev = file->private_data;
 
 	mutex_destroy(&dev->wait_all_lock);
+	kfree(dev->spare);
 	kfree(dev);
 	return 0;
 }
