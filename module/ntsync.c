@@ -674,38 +674,45 @@ static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
 	return -ENOIOCTLCMD;
 }
 
-/* /proc/PID/fdinfo/N: what a hung game's objects are doing. */
+/*
+ * /proc/PID/fdinfo/N: what a hung game's objects are doing.  These lines are
+ * this module's alone (mainline's driver shows none); tools/ntsync-users.c
+ * reads "ntsync-type:".
+ *
+ * A reader of /proc, maybe another process, takes only the object's lock,
+ * never the instance's wait_all_lock (as ntsync_lock_obj() would while
+ * wait-all entries are queued): that lock covers the wait-any queue and
+ * all_hint, but a holder of wait_all_lock may change the state without
+ * it.  So each field of the state is read once, and while wait-all
+ * entries are queued two fields may come from two instants.
+ */
 static void ntsync_obj_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct ntsync_obj *obj = file->private_data;
+	const union ntsync_state *s = &obj->s;
 	struct ntsync_q_entry *entry;
-	unsigned int any = 0, all_waiters;
-	union ntsync_state now;
-	bool abandoned, all;
+	unsigned int any = 0;
 
-	all = ntsync_lock_obj(obj);
-	now = obj->s;
-	abandoned = obj->abandoned;
-	list_for_each_entry(entry, &obj->any_waiters, node)
-		any++;
-	all_waiters = obj->all_hint;
-	ntsync_unlock_obj(obj, all);
-
+	spin_lock(&obj->lock);
 	switch (obj->kind) {
 	case NTSYNC_SEM:
 		seq_printf(m, "ntsync-type:\tsemaphore\ncount:\t%u\nmax:\t%u\n",
-			   now.sem.count, now.sem.max);
+			   READ_ONCE(s->sem.count), s->sem.max);
 		break;
 	case NTSYNC_MUTEX:
 		seq_printf(m, "ntsync-type:\tmutex\nowner:\t%u\ncount:\t%u\nabandoned:\t%u\n",
-			   now.mutex.owner, now.mutex.count, abandoned);
+			   READ_ONCE(s->mutex.owner), READ_ONCE(s->mutex.count),
+			   READ_ONCE(obj->abandoned));
 		break;
 	case NTSYNC_EVENT:
 		seq_printf(m, "ntsync-type:\tevent\nmanual:\t%u\nsignaled:\t%u\n",
-			   now.event.manual, now.event.signaled);
+			   s->event.manual, READ_ONCE(s->event.signaled));
 		break;
 	}
-	seq_printf(m, "waiters-any:\t%u\nwaiters-all:\t%u\n", any, all_waiters);
+	list_for_each_entry(entry, &obj->any_waiters, node)
+		any++;
+	seq_printf(m, "waiters-any:\t%u\nwaiters-all:\t%u\n", any, obj->all_hint);
+	spin_unlock(&obj->lock);
 }
 
 /* The last descriptor of an object is gone: free it, let go of the device. */
