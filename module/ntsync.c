@@ -944,15 +944,19 @@ static bool ntsync_wait_has_duplicates(const struct ntsync_q *q, __u32 n)
 }
 
 /*
- * The absolute deadline on the host's clock; KTIME_MAX for none.  Deadlines
- * past KTIME_MAX mean "never" as well.
+ * The absolute deadline on the host's clock; KTIME_MAX for none (U64_MAX).
+ * Any other deadline above KTIME_MAX is, as in mainline, a negative time to
+ * the kernel's clocks, which has passed (doc/spec.md,
+ * §silent.timeout-huge): 0.
  */
 static ktime_t ntsync_deadline(const struct ntsync_wait_args *args)
 {
 	ktime_t t;
 
-	if (args->timeout > KTIME_MAX)
+	if (args->timeout == U64_MAX)
 		return KTIME_MAX;
+	if (args->timeout > KTIME_MAX)
+		return 0;
 	t = args->timeout;
 	if (!(args->flags & NTSYNC_WAIT_REALTIME))
 		t = ntsync_timens_to_host(t);
@@ -1164,7 +1168,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	n = ret;
 
 	/* Try to acquire without queueing, lowest index first. */
-	if (args.alert || args.timeout <= KTIME_MAX)
+	if (args.alert || args.timeout != U64_MAX)
 		signaled = ntsync_look_counted(&q, n, &stale);
 	else
 		signaled = ntsync_look(&q);
