@@ -223,7 +223,13 @@ struct ntsync_q_entry {
  * @count: number of objects, not counting the alert.
  * @ownerdead: an abandoned mutex was acquired; written by the claimer
  *	before it drops the lock of the object it claimed through.
+ * @realtime: the deadline is on CLOCK_REALTIME (NTSYNC_WAIT_REALTIME),
+ *	else on CLOCK_MONOTONIC in the caller's time namespace.
+ * @timeout: the deadline as the caller gave it (U64_MAX: none).
  * @entries: @count entries, then the alert's if there is one.
+ *
+ * The wait's arguments that are needed after ntsync_wait_get() live here,
+ * not in a copy of struct ntsync_wait_args on the wait's stack.
  */
 struct ntsync_q {
 	struct task_struct *task;
@@ -231,6 +237,8 @@ struct ntsync_q {
 	__u32 owner;
 	__u32 count;
 	bool ownerdead;
+	bool realtime;
+	__u64 timeout;
 	struct ntsync_q_entry *entries;
 };
 
@@ -876,28 +884,27 @@ static void ntsync_wait_put(struct ntsync_device *dev, struct ntsync_q *q,
 
 /*
  * Copy in and check a wait's arguments, set up @q and take references to
- * its objects, each in its entry: the @args->count objects, then the alert
- * event if there is one.  Returns the number of entries or a negative
- * errno.
+ * its objects, each in its entry: the count objects, then the alert event
+ * if there is one.  Returns the number of entries or a negative errno.
  */
 static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
-			   struct ntsync_wait_args *args, struct ntsync_q *q,
-			   union ntsync_wait_stack *stack)
+			   struct ntsync_q *q, union ntsync_wait_stack *stack)
 {
+	struct ntsync_wait_args args;
 	struct ntsync_obj *obj;
 	__u32 i, n;
 	int *fds;
 
-	if (copy_from_user(args, argp, sizeof(*args)))
+	if (copy_from_user(&args, argp, sizeof(args)))
 		return -EFAULT;
-	if (args->pad || (args->flags & ~NTSYNC_WAIT_REALTIME) ||
-	    !args->owner || args->count > NTSYNC_MAX_WAIT_COUNT)
+	if (args.pad || (args.flags & ~NTSYNC_WAIT_REALTIME) ||
+	    !args.owner || args.count > NTSYNC_MAX_WAIT_COUNT)
 		return -EINVAL;
 
-	n = args->count + !!args->alert;
+	n = args.count + !!args.alert;
 	fds = n <= NTSYNC_STACK_ENTRIES ? stack->small.fds : stack->fds;
-	if (copy_from_user(fds, u64_to_user_ptr(args->objs),
-			   array_size(args->count, sizeof(*fds))))
+	if (copy_from_user(fds, u64_to_user_ptr(args.objs),
+			   array_size(args.count, sizeof(*fds))))
 		return -EFAULT;
 
 	if (n <= NTSYNC_STACK_ENTRIES) {
@@ -909,18 +916,20 @@ static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
 	}
 	q->task = current;
 	atomic_set(&q->signaled, -1);
-	q->owner = args->owner;
-	q->count = args->count;
+	q->owner = args.owner;
+	q->count = args.count;
 	q->ownerdead = false;
+	q->realtime = args.flags & NTSYNC_WAIT_REALTIME;
+	q->timeout = args.timeout;
 
 	for (i = 0; i < n; i++) {
-		obj = ntsync_obj_get(dev, i < args->count ? fds[i] : args->alert);
+		obj = ntsync_obj_get(dev, i < args.count ? fds[i] : args.alert);
 		if (!obj)
 			goto err;
 		q->entries[i].q = q;
 		q->entries[i].obj = obj;
 	}
-	if (args->alert && q->entries[args->count].obj->kind != NTSYNC_EVENT)
+	if (args.alert && q->entries[args.count].obj->kind != NTSYNC_EVENT)
 		goto err;
 	return n;
 
@@ -949,34 +958,34 @@ static bool ntsync_wait_has_duplicates(const struct ntsync_q *q, __u32 n)
  * the kernel's clocks, which has passed (doc/spec.md,
  * §silent.timeout-huge): 0.
  */
-static ktime_t ntsync_deadline(const struct ntsync_wait_args *args)
+static ktime_t ntsync_deadline(const struct ntsync_q *q)
 {
 	ktime_t t;
 
-	if (args->timeout == U64_MAX)
+	if (q->timeout == U64_MAX)
 		return KTIME_MAX;
-	if (args->timeout > KTIME_MAX)
+	if (q->timeout > KTIME_MAX)
 		return 0;
-	t = args->timeout;
-	if (!(args->flags & NTSYNC_WAIT_REALTIME))
+	t = q->timeout;
+	if (!q->realtime)
 		t = ntsync_timens_to_host(t);
 	return t;
 }
 
-static clockid_t ntsync_clock(const struct ntsync_wait_args *args)
+static clockid_t ntsync_clock(const struct ntsync_q *q)
 {
-	return args->flags & NTSYNC_WAIT_REALTIME ? CLOCK_REALTIME :
+	return q->realtime ? CLOCK_REALTIME :
 						    CLOCK_MONOTONIC;
 }
 
-static bool ntsync_expired(const struct ntsync_wait_args *args,
+static bool ntsync_expired(const struct ntsync_q *q,
 			   ktime_t deadline)
 {
 	ktime_t now;
 
 	if (deadline == KTIME_MAX)
 		return false;
-	now = args->flags & NTSYNC_WAIT_REALTIME ? ktime_get_real() :
+	now = q->realtime ? ktime_get_real() :
 						   ktime_get();
 	return deadline <= now;
 }
@@ -986,9 +995,7 @@ static bool ntsync_expired(const struct ntsync_wait_args *args,
  * arrives (-ERESTARTSYS: the deadline is absolute, so a restarted call
  * waits exactly as long as the first).
  */
-static int ntsync_schedule(struct ntsync_q *q,
-			   const struct ntsync_wait_args *args,
-			   ktime_t deadline)
+static int ntsync_schedule(struct ntsync_q *q, ktime_t deadline)
 {
 	ktime_t *expires = deadline == KTIME_MAX ? NULL : &deadline;
 	int ret;
@@ -1005,7 +1012,7 @@ static int ntsync_schedule(struct ntsync_q *q,
 		}
 		if (!schedule_hrtimeout_range_clock(expires, 0,
 						    HRTIMER_MODE_ABS,
-						    ntsync_clock(args))) {
+						    ntsync_clock(q))) {
 			ret = -ETIMEDOUT;
 			break;
 		}
@@ -1155,20 +1162,19 @@ static int ntsync_look_counted(struct ntsync_q *q, __u32 n, bool *stale)
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
 	union ntsync_wait_stack stack;
-	struct ntsync_wait_args args;
 	bool all, expired, stale = false;
 	__u32 i, n, queued = 0;
 	int ret, signaled;
 	struct ntsync_q q;
 	ktime_t deadline;
 
-	ret = ntsync_wait_get(dev, argp, &args, &q, &stack);
+	ret = ntsync_wait_get(dev, argp, &q, &stack);
 	if (ret < 0)
 		return ret;
 	n = ret;
 
 	/* Try to acquire without queueing, lowest index first. */
-	if (args.alert || args.timeout != U64_MAX)
+	if (n > q.count || q.timeout != U64_MAX)
 		signaled = ntsync_look_counted(&q, n, &stale);
 	else
 		signaled = ntsync_look(&q);
@@ -1179,8 +1185,8 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	}
 
 	/* A poll that found nothing, and nothing changed meanwhile, is over. */
-	deadline = ntsync_deadline(&args);
-	expired = ntsync_expired(&args, deadline);
+	deadline = ntsync_deadline(&q);
+	expired = ntsync_expired(&q, deadline);
 	if (expired && !stale && ntsync_unchanged(&q, n)) {
 		ret = -ETIMEDOUT;
 		goto out;
@@ -1210,7 +1216,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	if (expired && atomic_read(&q.signaled) == -1)
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, &args, deadline);
+		ret = ntsync_schedule(&q, deadline);
 
 	/* Alert first, then downwards: see "Looking without locks". */
 	while (queued--) {
@@ -1235,14 +1241,13 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 {
 	union ntsync_wait_stack stack;
 	struct ntsync_obj *alert = NULL;
-	struct ntsync_wait_args args;
 	bool alert_queued = false;
 	struct ntsync_q q;
 	ktime_t deadline;
 	__u32 i, n;
 	int ret;
 
-	ret = ntsync_wait_get(dev, argp, &args, &q, &stack);
+	ret = ntsync_wait_get(dev, argp, &q, &stack);
 	if (ret < 0)
 		return ret;
 	n = ret;
@@ -1251,14 +1256,14 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (n > args.count)
-		alert = q.entries[args.count].obj;
+	if (n > q.count)
+		alert = q.entries[q.count].obj;
 
-	deadline = ntsync_deadline(&args);
+	deadline = ntsync_deadline(&q);
 
 	mutex_lock(&dev->wait_all_lock);
 
-	for (i = 0; i < args.count; i++) {
+	for (i = 0; i < q.count; i++) {
 		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
@@ -1277,10 +1282,10 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	if (alert && atomic_read(&q.signaled) == -1) {
 		spin_lock(&alert->lock);
 		if (ntsync_signaled(alert, q.owner)) {
-			if (ntsync_claim(&q, args.count))
+			if (ntsync_claim(&q, q.count))
 				ntsync_acquire_state(alert, q.owner);
 		} else {
-			list_add_tail(&q.entries[args.count].node,
+			list_add_tail(&q.entries[q.count].node,
 				      &alert->any_waiters);
 			alert_queued = true;
 		}
@@ -1291,18 +1296,18 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 
 	if (atomic_read(&q.signaled) != -1)
 		ret = 0;
-	else if (ntsync_expired(&args, deadline))
+	else if (ntsync_expired(&q, deadline))
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, &args, deadline);
+		ret = ntsync_schedule(&q, deadline);
 
 	mutex_lock(&dev->wait_all_lock);
 	if (alert_queued) {
 		spin_lock(&alert->lock);
-		list_del(&q.entries[args.count].node);
+		list_del(&q.entries[q.count].node);
 		spin_unlock(&alert->lock);
 	}
-	for (i = 0; i < args.count; i++) {
+	for (i = 0; i < q.count; i++) {
 		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
