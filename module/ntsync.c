@@ -199,7 +199,7 @@ struct ntsync_q;
  * @seq: before the wait queues, the object's sequence count when the
  *	lock-free look began its read section (the look is over before
  *	@node is used; sharing it keeps an entry at 32 bytes on 64-bit).
- * @q: the wait.
+ * @q: the wait; set when the entry is queued.
  * @obj: the object; the wait holds a reference to its file.
  *
  * An entry's index in the wait (the object's, or the count of objects for
@@ -922,15 +922,21 @@ static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
 	q->realtime = args.flags & NTSYNC_WAIT_REALTIME;
 	q->timeout = args.timeout;
 
-	for (i = 0; i < n; i++) {
-		obj = ntsync_obj_get(dev, i < args.count ? fds[i] : args.alert);
+	/* entry->q is set when the entry is queued: the look needs none */
+	for (i = 0; i < args.count; i++) {
+		obj = ntsync_obj_get(dev, fds[i]);
 		if (!obj)
 			goto err;
-		q->entries[i].q = q;
 		q->entries[i].obj = obj;
 	}
-	if (args.alert && q->entries[args.count].obj->kind != NTSYNC_EVENT)
-		goto err;
+	if (args.alert) {
+		obj = ntsync_obj_get(dev, args.alert);
+		if (!obj)
+			goto err;
+		q->entries[i++].obj = obj;
+		if (obj->kind != NTSYNC_EVENT)
+			goto err;
+	}
 	return n;
 
 err:
@@ -1197,6 +1203,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 		struct ntsync_q_entry *entry = &q.entries[i];
 		struct ntsync_obj *obj = entry->obj;
 
+		entry->q = &q;
 		all = ntsync_lock_obj(obj);
 		if (ntsync_signaled(obj, q.owner)) {
 			if (ntsync_claim(&q, i) &&
@@ -1260,6 +1267,8 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 		alert = q.entries[q.count].obj;
 
 	deadline = ntsync_deadline(&q);
+	for (i = 0; i < n; i++)
+		q.entries[i].q = &q;
 
 	mutex_lock(&dev->wait_all_lock);
 
