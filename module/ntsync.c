@@ -225,7 +225,8 @@ struct ntsync_q_entry {
  *	before it drops the lock of the object it claimed through.
  * @realtime: the deadline is on CLOCK_REALTIME (NTSYNC_WAIT_REALTIME),
  *	else on CLOCK_MONOTONIC in the caller's time namespace.
- * @timeout: the deadline as the caller gave it (U64_MAX: none).
+ * @deadline: the absolute deadline on the host's clock (KTIME_MAX: none);
+ *	see ntsync_deadline().
  * @entries: @count entries, then the alert's if there is one.
  *
  * The wait's arguments that are needed after ntsync_wait_get() live here,
@@ -238,7 +239,7 @@ struct ntsync_q {
 	__u32 count;
 	bool ownerdead;
 	bool realtime;
-	__u64 timeout;
+	ktime_t deadline;
 	struct ntsync_q_entry *entries;
 };
 
@@ -883,6 +884,26 @@ static void ntsync_wait_put(struct ntsync_device *dev, struct ntsync_q *q,
 }
 
 /*
+ * The absolute deadline on the host's clock; KTIME_MAX for none (U64_MAX).
+ * Any other deadline above KTIME_MAX is, as in mainline, a negative time to
+ * the kernel's clocks, which has passed (doc/spec.md,
+ * §silent.timeout-huge): 0.
+ */
+static ktime_t ntsync_deadline(const struct ntsync_wait_args *args)
+{
+	ktime_t t;
+
+	if (args->timeout == U64_MAX)
+		return KTIME_MAX;
+	if (args->timeout > KTIME_MAX)
+		return 0;
+	t = args->timeout;
+	if (!(args->flags & NTSYNC_WAIT_REALTIME))
+		t = ntsync_timens_to_host(t);
+	return t;
+}
+
+/*
  * Copy in and check a wait's arguments, set up @q and take references to
  * its objects, each in its entry: the count objects, then the alert event
  * if there is one.  Returns the number of entries or a negative errno.
@@ -920,7 +941,7 @@ static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
 	q->count = args.count;
 	q->ownerdead = false;
 	q->realtime = args.flags & NTSYNC_WAIT_REALTIME;
-	q->timeout = args.timeout;
+	q->deadline = ntsync_deadline(&args);
 
 	/* entry->q is set when the entry is queued: the look needs none */
 	for (i = 0; i < args.count; i++) {
@@ -958,42 +979,19 @@ static bool ntsync_wait_has_duplicates(const struct ntsync_q *q, __u32 n)
 	return false;
 }
 
-/*
- * The absolute deadline on the host's clock; KTIME_MAX for none (U64_MAX).
- * Any other deadline above KTIME_MAX is, as in mainline, a negative time to
- * the kernel's clocks, which has passed (doc/spec.md,
- * §silent.timeout-huge): 0.
- */
-static ktime_t ntsync_deadline(const struct ntsync_q *q)
-{
-	ktime_t t;
-
-	if (q->timeout == U64_MAX)
-		return KTIME_MAX;
-	if (q->timeout > KTIME_MAX)
-		return 0;
-	t = q->timeout;
-	if (!q->realtime)
-		t = ntsync_timens_to_host(t);
-	return t;
-}
-
 static clockid_t ntsync_clock(const struct ntsync_q *q)
 {
-	return q->realtime ? CLOCK_REALTIME :
-						    CLOCK_MONOTONIC;
+	return q->realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC;
 }
 
-static bool ntsync_expired(const struct ntsync_q *q,
-			   ktime_t deadline)
+static bool ntsync_expired(const struct ntsync_q *q)
 {
 	ktime_t now;
 
-	if (deadline == KTIME_MAX)
+	if (q->deadline == KTIME_MAX)
 		return false;
-	now = q->realtime ? ktime_get_real() :
-						   ktime_get();
-	return deadline <= now;
+	now = q->realtime ? ktime_get_real() : ktime_get();
+	return q->deadline <= now;
 }
 
 /*
@@ -1001,8 +999,9 @@ static bool ntsync_expired(const struct ntsync_q *q,
  * arrives (-ERESTARTSYS: the deadline is absolute, so a restarted call
  * waits exactly as long as the first).
  */
-static int ntsync_schedule(struct ntsync_q *q, ktime_t deadline)
+static int ntsync_schedule(struct ntsync_q *q)
 {
+	ktime_t deadline = q->deadline;
 	ktime_t *expires = deadline == KTIME_MAX ? NULL : &deadline;
 	int ret;
 
@@ -1172,7 +1171,6 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	__u32 i, n, queued = 0;
 	int ret, signaled;
 	struct ntsync_q q;
-	ktime_t deadline;
 
 	ret = ntsync_wait_get(dev, argp, &q, &stack);
 	if (ret < 0)
@@ -1180,7 +1178,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	n = ret;
 
 	/* Try to acquire without queueing, lowest index first. */
-	if (n > q.count || q.timeout != U64_MAX)
+	if (n > q.count || q.deadline != KTIME_MAX)
 		signaled = ntsync_look_counted(&q, n, &stale);
 	else
 		signaled = ntsync_look(&q);
@@ -1191,8 +1189,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	}
 
 	/* A poll that found nothing, and nothing changed meanwhile, is over. */
-	deadline = ntsync_deadline(&q);
-	expired = ntsync_expired(&q, deadline);
+	expired = ntsync_expired(&q);
 	if (expired && !stale && ntsync_unchanged(&q, n)) {
 		ret = -ETIMEDOUT;
 		goto out;
@@ -1223,7 +1220,7 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	if (expired && atomic_read(&q.signaled) == -1)
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, deadline);
+		ret = ntsync_schedule(&q);
 
 	/* Alert first, then downwards: see "Looking without locks". */
 	while (queued--) {
@@ -1250,7 +1247,6 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	struct ntsync_obj *alert = NULL;
 	bool alert_queued = false;
 	struct ntsync_q q;
-	ktime_t deadline;
 	__u32 i, n;
 	int ret;
 
@@ -1266,7 +1262,6 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	if (n > q.count)
 		alert = q.entries[q.count].obj;
 
-	deadline = ntsync_deadline(&q);
 	for (i = 0; i < n; i++)
 		q.entries[i].q = &q;
 
@@ -1305,10 +1300,10 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 
 	if (atomic_read(&q.signaled) != -1)
 		ret = 0;
-	else if (ntsync_expired(&q, deadline))
+	else if (ntsync_expired(&q))
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, deadline);
+		ret = ntsync_schedule(&q);
 
 	mutex_lock(&dev->wait_all_lock);
 	if (alert_queued) {
