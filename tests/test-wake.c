@@ -276,23 +276,46 @@ TEST(manual_event_pulse_wakes_both_waiters)
 	event_wakes(1, ntr_event_pulse, 2, 0);
 }
 
-/* §event.reset */
-TEST(event_reset_wakes_nobody)
+/*
+ * Resetting an event wakes none of its waiters.  For an auto-reset event the
+ * proof does not depend on time: the waiter must still be queued when the
+ * event is set, so it takes that signal and the event reads unsignaled as
+ * soon as the set returns; a waiter that had left on the reset (however late)
+ * would leave the signal on the event.  For a manual event the set leaves it
+ * signaled either way, so it shows only that the waiter is still asleep in
+ * its ioctl() SHORT_MS after the reset.
+ */
+static void reset_wakes_nobody(uint32_t manual)
 {
 	int dev = DEV_OPEN();
-	int event = NEW_EVENT(dev, 1, 0);
+	int event = NEW_EVENT(dev, manual, 0);
 	struct waiter *w = waiter_new(dev, false, &event, 1, 1);
 
 	START_BLOCKED(w);
 	CHECK_OK(ntr_event_reset(event, NULL));
 	sleep_ms(SHORT_MS);
 	assert_false(waiter_done(w));
+	assert_true(waiter_blocked(w));
 	CHECK_OK(ntr_event_set(event, NULL));
+	if (!manual)
+		ASSERT_EVENT(event, 0, 0);
 	JOIN(w);
 	ASSERT_WAITER_OK(w, 0);
 	waiters_free(w, 1);
 	close(event);
 	close(dev);
+}
+
+/* §event.reset */
+TEST(event_reset_wakes_nobody)
+{
+	reset_wakes_nobody(1);
+}
+
+/* §event.reset */
+TEST(auto_event_reset_wakes_nobody)
+{
+	reset_wakes_nobody(0);
 }
 
 /*
@@ -608,6 +631,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(auto_event_pulse_wakes_one_of_two_waiters),
 	cmocka_unit_test(manual_event_pulse_wakes_both_waiters),
 	cmocka_unit_test(event_reset_wakes_nobody),
+	cmocka_unit_test(auto_event_reset_wakes_nobody),
 	cmocka_unit_test(sem_waiters_woken_in_fifo_order),
 	cmocka_unit_test(auto_event_waiters_woken_in_fifo_order),
 	cmocka_unit_test(mutex_waiters_woken_in_fifo_order),

@@ -25,57 +25,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
-
-# expect_rc WANT DESCRIPTION CMD...: run CMD, stdout to $tmp/out
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	set +e
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
-	if [ "$rc" -eq "$want" ]; then
-		ok "$what (exit $rc)"
-	else
-		bad "$what: exit $rc, expected $want"
-		sed 's/^/# /' "$tmp/out" "$tmp/err"
-	fi
-}
-
-# JSON field by a jq path, with python3 as the fallback reader.
-json_get() {
-	if command -v jq >/dev/null 2>&1; then
-		jq -r "$1" "$tmp/out"
-	elif command -v python3 >/dev/null 2>&1; then
-		python3 -c '
-import json, sys
-v = json.load(open(sys.argv[2]))
-for k in sys.argv[1].lstrip(".").split("."):
-    v = v[k]
-print("null" if v is None else (str(v).lower() if isinstance(v, bool) else v))
-' "$1" "$tmp/out"
-	else
-		echo "no-json-reader"
-	fi
-}
-
-expect_json() {
-	got=$(json_get "$1") || got="(invalid JSON)"
-	if [ "$got" = "no-json-reader" ]; then
-		echo "# neither jq nor python3: $1 not checked"
-	elif [ "$got" = "$2" ]; then
-		ok "json $1 = $2"
-	else
-		bad "json $1 = '$got', expected '$2'"
-		sed 's/^/# /' "$tmp/out"
-	fi
-}
+# shellcheck source=tools/info-tests/tap.sh
+. "$(dirname "$0")/info-tests/tap.sh"
 
 expect_rc 0 "--help" "$info" --help
 expect_rc 0 "--version" "$info" --version
@@ -274,14 +225,6 @@ with_key() {
 	printf '\241\131\300\245SIGLISTHEADER\060\202\002\000debian-secure-boot-ca'
 	cat "$1/var/lib/dkms/mok.pub"
 	printf 'trailer'
-}
-expect_text() {
-	if grep -q -- "$1" "$tmp/out"; then
-		ok "$2"
-	else
-		bad "$2: no /$1/"
-		sed 's/^/# /' "$tmp/out"
-	fi
 }
 shim_guid=605dab50-e046-4300-abb6-3dd810dd8b23
 

@@ -30,53 +30,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
-
-# expect_rc WANT DESCRIPTION CMD...: run CMD, stdout to $tmp/out
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	set +e
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
-	if [ "$rc" -eq "$want" ]; then
-		ok "$what (exit $rc)"
-	else
-		bad "$what: exit $rc, expected $want"
-		sed 's/^/# /' "$tmp/out" "$tmp/err"
-	fi
-}
-
-# expect_text PATTERN DESCRIPTION: a basic regular expression in $tmp/out
-expect_text() {
-	if grep -q -- "$1" "$tmp/out"; then
-		ok "$2"
-	else
-		bad "$2: no /$1/"
-		sed 's/^/# /' "$tmp/out"
-	fi
-}
-
-# expect_json JQ-FILTER WANT
-expect_json() {
-	if ! command -v jq >/dev/null 2>&1; then
-		echo "# no jq: $1 not checked"
-		return
-	fi
-	got=$(jq -r "$1" "$tmp/out" 2>&1) || got="(invalid JSON: $got)"
-	if [ "$got" = "$2" ]; then
-		ok "json $1 = $2"
-	else
-		bad "json $1 = '$got', expected '$2'"
-		sed 's/^/# /' "$tmp/out"
-	fi
-}
+# shellcheck source=tools/info-tests/tap.sh
+. "$here/tap.sh"
 
 # ---- --check-wine ----
 
