@@ -19,7 +19,7 @@
  * wait-all entries are queued on it (her all_hint).  The ABI, its error
  * codes and the behaviour are hers.  The code is this project's own, and
  * so are the rest of the design: the wait that acquires before it queues,
- * stack-allocated wait entries, the lock-free look and its signal counts,
+ * stack-allocated wait entries, the lock-free look and its sequence counts,
  * the object layer below and the fdinfo output.
  *
  * Locking
@@ -55,26 +55,28 @@
  * objects: looked at one after another, one object can become signaled
  * behind the look while another stops being signaled ahead of it.
  *
- * So every object counts its signals, as a sequence count does: under the
- * object's lock, ntsync_obj.signals is made odd before every change that
- * can make it signaled (release, unlock, kill, set, pulse) and even again
- * after it, before any waiter is handed the object.  The look reads each
- * object's count before its state, and an odd count means that a change
- * is under way; a poll that found nothing then reads the counts again.  If
- * every count was even and none changed, no change that signals began or
- * ended on any object between its look and the second read, so at the
- * instant between the last look and the first second read every object
- * was in the state the look saw: unsignaled, and the time-out is correct.
- * (One increment after the change would not do: a change made just after
- * the look and counted only after the second read would go unseen.)
+ * So every object has a sequence count, ntsync_obj.seq (a
+ * seqcount_spinlock_t tied to its lock), and every change that can make it
+ * signaled (release, unlock, kill, set, pulse) is a write section of it,
+ * ended before any waiter is handed the object.  The look begins a read
+ * section on each object before it reads the state, and keeps the count in
+ * the wait's entry; a poll that found nothing then checks, object by
+ * object, that no section ran since (read_seqcount_retry()).  If none did,
+ * then at the instant between the last look and the first check every
+ * object was in the state the look saw: unsignaled, and the time-out is
+ * correct.  (A count bumped once after the change would not do: a change
+ * made just after the look and counted only after the check would go
+ * unseen.)
  *
- * If one changed, or a count was odd, the poll does what a sleeping wait
- * does: it queues on every object in order, taking the first
- * that is signaled, and times out only if queueing found none; a queued
- * waiter is handed every object that becomes signaled, so at the end of
- * queueing none was.  The alert is taken by the look only under the same
- * check, made while the alert's lock is held.  Acquisitions, which only
- * ever make an object less signaled, do not count.
+ * If one changed, or an object that looked signaled was not under its
+ * lock, the poll does what a sleeping wait does: it queues on every object
+ * in order, taking the first that is signaled, and times out only if
+ * queueing found none; a queued waiter is handed every object that becomes
+ * signaled, so at the end of queueing none was.  The alert is taken by the
+ * look only under the same check, made while the alert's lock is held.
+ * Acquisitions, which only ever make an object less signaled, are not
+ * write sections.  A wait that can neither time out nor take an alert
+ * needs no instant, and its look reads no counts.
  *
  * A waiter leaves its queues alert first and then from the highest index
  * down: while it is still queued on an object, nobody can hand it the
@@ -83,7 +85,6 @@
 
 #include <linux/anon_inodes.h>
 #include <linux/atomic.h>
-#include <linux/build_bug.h>
 #include <linux/compiler.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -109,36 +110,48 @@
 
 /*
  * Waits on up to this many entries (objects plus alert) keep their queue
- * entries on the kernel stack (320 bytes; the wait functions use about
- * 1.4 KiB in all); larger ones allocate them, charged to the caller's
- * memory cgroup, which costs measurably inside a child cgroup.
+ * entries on the kernel stack; larger ones use the instance's spare array
+ * or allocate one, charged to the caller's memory cgroup.
  */
 #define NTSYNC_STACK_ENTRIES	8
 
-/* What an object is; the values are also the ABI's order of creation. */
+/**
+ * enum ntsync_kind - what an object is
+ * @NTSYNC_SEM: a semaphore
+ * @NTSYNC_MUTEX: a mutex
+ * @NTSYNC_EVENT: an event, manual-reset or auto-reset
+ */
 enum ntsync_kind {
 	NTSYNC_SEM,
 	NTSYNC_MUTEX,
 	NTSYNC_EVENT,
 };
 
-/*
- * One open of /dev/ntsync.
- *
+struct ntsync_q_entry;
+
+/**
+ * struct ntsync_device - one open of /dev/ntsync
  * @wait_all_lock: serializes wait-all queueing and every access to objects
- *                 that have wait-all entries queued (see the top of file).
- * @file:          the device file; each object holds a reference to it.
+ *	that have wait-all entries queued (see "Locking" at the top).
+ * @file: the device file; each object holds a reference to it.
+ * @spare: an array of NTSYNC_MAX_WAIT_COUNT + 1 queue entries that the
+ *	last wait too large for the stack left for the next, or NULL; taken
+ *	and given back with xchg() and cmpxchg().
  */
 struct ntsync_device {
 	struct mutex wait_all_lock;	/* see "Locking" at the top */
 	struct file *file;
+	struct ntsync_q_entry *spare;
 };
 
-/*
- * The state of an object, kept in the ABI's own argument structures, so
- * that a read hands it out as it is: a semaphore's count and maximum, a
- * mutex's owner (0: none) and recursion count, an event's manual-reset
- * flag and state, each 0 or 1.
+/**
+ * union ntsync_state - the state of an object
+ * @sem: a semaphore's count and maximum
+ * @mutex: a mutex's owner (0: none) and recursion count
+ * @event: an event's manual-reset flag and state, each 0 or 1
+ *
+ * Kept in the ABI's own argument structures, so that a read hands it out as
+ * it is.
  */
 union ntsync_state {
 	struct ntsync_sem_args sem;
@@ -146,29 +159,29 @@ union ntsync_state {
 	struct ntsync_event_args event;
 };
 
-/*
- * A semaphore, mutex or event.
- *
- * @lock:        protects @s, @abandoned and @any_waiters; with
- *               wait_all_lock also @all_hint.
- * @signals:     odd during every change that can signal @s; @lock.
- *               Read without locks (see "Looking without locks").
- * @all_hint:    number of entries on @all_waiters; nonzero means that @s
- *               is accessed only with the instance's wait_all_lock held.
- * @kind:        an enum ntsync_kind, set at creation.
- * @abandoned:   a mutex whose owner was killed and that nobody acquired
- *               since; its owner and count are 0.
- * @s:           the state; see ntsync_lock_obj() for which lock covers it.
+/**
+ * struct ntsync_obj - a semaphore, mutex or event
+ * @lock: protects @s, @abandoned and @any_waiters; with wait_all_lock
+ *	also @all_hint.
+ * @seq: a write section around every change that can signal @s, under
+ *	@lock; read by the lock-free look (see "Looking without locks").
+ * @all_hint: number of entries on @all_waiters; nonzero means that @s is
+ *	accessed only with the instance's wait_all_lock held.
+ * @kind: what the object is, set at creation (8 bits, which keeps the
+ *	object at 72 bytes on 64-bit without lock debugging).
+ * @abandoned: a mutex whose owner was killed and that nobody acquired
+ *	since; its owner and count are 0.
+ * @s: the state; see ntsync_lock_obj() for which lock covers it.
  * @any_waiters: wait-any entries (and alerts), in queueing order; @lock.
  * @all_waiters: wait-all entries, in queueing order; wait_all_lock.
- * @dev:         the instance, kept alive by a reference to its file.
- * @file:        the object's own file.
+ * @dev: the instance, kept alive by a reference to its file.
+ * @file: the object's own file.
  */
 struct ntsync_obj {
-	spinlock_t lock;		/* state and wait-any queue */
-	unsigned int signals;
+	spinlock_t lock;		/* state, wait-any queue, seq */
+	seqcount_spinlock_t seq;
 	unsigned int all_hint;
-	u8 kind;
+	enum ntsync_kind kind : 8;
 	bool abandoned;
 	union ntsync_state s;
 
@@ -180,23 +193,44 @@ struct ntsync_obj {
 
 struct ntsync_q;
 
-/* One object of one wait, linked on the object's waiter list. */
+/**
+ * struct ntsync_q_entry - one object of one wait
+ * @node: on the object's @any_waiters or @all_waiters while queued.
+ * @seq: before the wait queues, the object's sequence count when the
+ *	lock-free look began its read section (the look is over before
+ *	@node is used; sharing it keeps an entry at 32 bytes on 64-bit).
+ * @q: the wait; set when the entry is queued.
+ * @obj: the object; the wait holds a reference to its file.
+ *
+ * An entry's index in the wait (the object's, or the count of objects for
+ * the alert) is its place in @q->entries: ntsync_entry_index().
+ */
 struct ntsync_q_entry {
-	struct list_head node;
+	union {
+		struct list_head node;
+		unsigned int seq;
+	};
 	struct ntsync_q *q;
 	struct ntsync_obj *obj;
-	__u32 index;
 };
 
-/*
- * A thread's wait.
- *
- * @signaled:  -1 while waiting; the index of the satisfying entry once
- *             claimed (0 for a complete wait-all, count for the alert).
+/**
+ * struct ntsync_q - a thread's wait
+ * @task: the waiting thread.
+ * @signaled: -1 while waiting; the index of the satisfying entry once
+ *	claimed (0 for a complete wait-all, count for the alert).
+ * @owner: the owner a mutex is acquired for.
+ * @count: number of objects, not counting the alert.
  * @ownerdead: an abandoned mutex was acquired; written by the claimer
- *             before it drops the lock of the object it claimed through.
- * @count:     number of objects, not counting the alert.
- * @entries:   count entries, then the alert's if there is one.
+ *	before it drops the lock of the object it claimed through.
+ * @realtime: the deadline is on CLOCK_REALTIME (NTSYNC_WAIT_REALTIME),
+ *	else on CLOCK_MONOTONIC in the caller's time namespace.
+ * @deadline: the absolute deadline on the host's clock (KTIME_MAX: none);
+ *	see ntsync_deadline().
+ * @entries: @count entries, then the alert's if there is one.
+ *
+ * The wait's arguments that are needed after ntsync_wait_get() live here,
+ * not in a copy of struct ntsync_wait_args on the wait's stack.
  */
 struct ntsync_q {
 	struct task_struct *task;
@@ -204,7 +238,29 @@ struct ntsync_q {
 	__u32 owner;
 	__u32 count;
 	bool ownerdead;
+	bool realtime;
+	ktime_t deadline;
 	struct ntsync_q_entry *entries;
+};
+
+/**
+ * union ntsync_wait_stack - what a wait keeps on the stack
+ * @small: a wait of up to NTSYNC_STACK_ENTRIES entries: its entries and
+ *	the descriptors it copies in.
+ * @small.entries: the queue entries.
+ * @small.fds: the descriptors of its objects.
+ * @fds: the descriptors of a larger wait, whose entries are elsewhere.
+ *
+ * Mainline's driver keeps only the descriptors on the stack and allocates
+ * every wait's entries; this keeps the frame of each wait under 512 bytes
+ * with no allocation for a small wait.
+ */
+union ntsync_wait_stack {
+	struct {
+		struct ntsync_q_entry entries[NTSYNC_STACK_ENTRIES];
+		int fds[NTSYNC_STACK_ENTRIES];
+	} small;
+	int fds[NTSYNC_MAX_WAIT_COUNT];
 };
 
 static struct kmem_cache *ntsync_obj_cachep;
@@ -245,24 +301,30 @@ static void ntsync_assert_held(struct ntsync_obj *obj)
 }
 
 /*
- * Could a wait on behalf of @owner acquire @obj now?  Inlined: the lock-free
- * look calls it for every object of a wait.
+ * Could a wait on behalf of @owner acquire @obj now?  Called with the
+ * object held (ntsync_assert_held()) and, as a hint that the caller checks
+ * again under the lock, by the lock-free look, for which every field is
+ * read once: the fields of a mutex may then come from two instants.
+ * Inlined: the look calls it for every object of a wait.
  */
 static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
 					    __u32 owner)
 {
 	const union ntsync_state *s = &obj->s;
+	__u32 mutex_owner;
 
 	switch (obj->kind) {
 	case NTSYNC_SEM:
-		return s->sem.count;
+		return READ_ONCE(s->sem.count);
 	case NTSYNC_MUTEX:
 		/* a recursion count at its limit cannot grow: not signaled */
-		return (!s->mutex.owner || s->mutex.owner == owner) &&
-		       s->mutex.count != U32_MAX;
+		mutex_owner = READ_ONCE(s->mutex.owner);
+		return (!mutex_owner || mutex_owner == owner) &&
+		       READ_ONCE(s->mutex.count) != U32_MAX;
 	case NTSYNC_EVENT:
-		return s->event.signaled;
+		return READ_ONCE(s->event.signaled);
 	}
+	WARN_ON_ONCE(1);
 	return false;
 }
 
@@ -273,26 +335,33 @@ static __always_inline bool ntsync_signaled(const struct ntsync_obj *obj,
 static bool ntsync_acquire_state(struct ntsync_obj *obj, __u32 owner)
 {
 	union ntsync_state *s = &obj->s;
-	bool was_abandoned = false;
+	bool was_abandoned;
 
 	ntsync_assert_held(obj);
 
 	switch (obj->kind) {
 	case NTSYNC_SEM:
 		s->sem.count--;
-		break;
+		return false;
 	case NTSYNC_MUTEX:
 		was_abandoned = obj->abandoned;
 		obj->abandoned = false;
 		s->mutex.count++;
 		s->mutex.owner = owner;
-		break;
+		return was_abandoned;
 	case NTSYNC_EVENT:
 		/* an auto-reset event (manual 0) resets */
 		s->event.signaled &= s->event.manual;
-		break;
+		return false;
 	}
-	return was_abandoned;
+	WARN_ON_ONCE(1);
+	return false;
+}
+
+/* The index in its wait of @entry: the result of a wait it satisfies. */
+static __u32 ntsync_entry_index(const struct ntsync_q_entry *entry)
+{
+	return entry - entry->q->entries;
 }
 
 /* Claim @q for @index; on success the caller acquires on its behalf. */
@@ -319,7 +388,7 @@ static void ntsync_wake_any_state(struct ntsync_obj *obj)
 				break;
 			continue;
 		}
-		if (!ntsync_claim(q, entry->index))
+		if (!ntsync_claim(q, ntsync_entry_index(entry)))
 			continue;
 		if (ntsync_acquire_state(obj, q->owner))
 			q->ownerdead = true;
@@ -351,32 +420,19 @@ static void ntsync_wake_all_state(struct ntsync_device *dev,
 }
 
 /*
- * The caller is about to make @obj more signaled: make its signal count
- * odd for lock-free lookers (see "Looking without locks").
+ * @obj, held, has just become more signaled (in a write section of its
+ * sequence count, ended): hand it to whom it can satisfy, wait-all waiters
+ * first.
+ * While wait-all entries are queued on it (all_hint, which changes only
+ * under both locks), ntsync_lock_obj() took wait_all_lock as well.
  */
-static void ntsync_signal_begin_state(struct ntsync_obj *obj)
-{
-	lockdep_assert_held(&obj->lock);
-	WRITE_ONCE(obj->signals, obj->signals + 1);
-	/* the odd count before the new state: pairs with ntsync_look_signals() */
-	smp_wmb();
-}
-
-/*
- * The caller has just made @obj more signaled: make its signal count even
- * again, then wake whom it can satisfy, wait-all waiters first.  @all says
- * whether the caller holds wait_all_lock.
- */
-static void ntsync_wake_state(struct ntsync_obj *obj, bool all)
+static void ntsync_wake(struct ntsync_obj *obj)
 {
 	struct ntsync_q_entry *entry;
 
 	lockdep_assert_held(&obj->lock);
-	/* the new state before the even count: pairs with ntsync_unchanged() */
-	smp_wmb();
-	WRITE_ONCE(obj->signals, obj->signals + 1);
 
-	if (all) {
+	if (obj->all_hint) {
 		lockdep_assert_held(&obj->dev->wait_all_lock);
 		list_for_each_entry(entry, &obj->all_waiters, node)
 			ntsync_wake_all_state(obj->dev, entry->q);
@@ -398,7 +454,8 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 {
 	struct ntsync_sem_args *s = &sem->s.sem;
 	__u32 add, before;
-	bool all, fits;
+	bool all;
+	int ret = 0;
 
 	if (get_user(add, inout))
 		return -EFAULT;
@@ -407,78 +464,87 @@ static int ntsync_sem_release(struct ntsync_obj *sem, __u32 __user *inout)
 
 	all = ntsync_lock_obj(sem);
 	before = s->count;
-	fits = add <= s->max - before;
-	if (fits) {
-		ntsync_signal_begin_state(sem);
+	if (add > s->max - before) {
+		ret = -EOVERFLOW;
+	} else {
+		write_seqcount_begin(&sem->seq);
 		s->count = before + add;
-		ntsync_wake_state(sem, all);
+		write_seqcount_end(&sem->seq);
+		ntsync_wake(sem);
 	}
 	ntsync_unlock_obj(sem, all);
 
-	if (!fits)
-		return -EOVERFLOW;
-	return put_user(before, inout) ? -EFAULT : 0;
+	if (!ret && put_user(before, inout))
+		ret = -EFAULT;
+	return ret;
 }
 
-/*
- * @owner lets go of @mutex: one level of recursion (MUTEX_UNLOCK), or all
- * of them, leaving the mutex abandoned (MUTEX_KILL).  -EPERM unless @owner
- * holds it; else 0 and the recursion count before in @before.
- */
-static int ntsync_mutex_drop_state(struct ntsync_obj *mutex, __u32 owner,
-				   bool kill, bool all, __u32 *before)
+/* MUTEX_UNLOCK: one level of recursion; the count before is written back. */
+static int ntsync_mutex_unlock(struct ntsync_obj *mutex,
+			       struct ntsync_mutex_args __user *uargs)
 {
 	struct ntsync_mutex_args *m = &mutex->s.mutex;
-
-	ntsync_assert_held(mutex);
-
-	if (m->owner != owner)
-		return -EPERM;
-	ntsync_signal_begin_state(mutex);
-	*before = m->count;
-	m->count = kill ? 0 : m->count - 1;
-	if (!m->count)
-		m->owner = 0;
-	mutex->abandoned = kill;
-	ntsync_wake_state(mutex, all);
-	return 0;
-}
-
-/* MUTEX_UNLOCK and MUTEX_KILL; only the former writes anything back. */
-static int ntsync_mutex_drop(struct ntsync_obj *mutex, void __user *uarg,
-			     bool kill)
-{
-	struct ntsync_mutex_args __user *uargs = uarg;
-	struct ntsync_mutex_args in;
+	struct ntsync_mutex_args args;
 	__u32 before;
 	bool all;
-	int ret;
+	int ret = 0;
 
-	if (kill)
-		ret = get_user(in.owner, (__u32 __user *)uarg);
-	else
-		ret = copy_from_user(&in, uargs, sizeof(in)) ? -EFAULT : 0;
-	if (ret)
-		return ret;
-	if (!in.owner || mutex->kind != NTSYNC_MUTEX)
+	if (copy_from_user(&args, uargs, sizeof(args)))
+		return -EFAULT;
+	if (!args.owner || mutex->kind != NTSYNC_MUTEX)
 		return -EINVAL;
 
 	all = ntsync_lock_obj(mutex);
-	ret = ntsync_mutex_drop_state(mutex, in.owner, kill, all, &before);
+	before = m->count;
+	if (m->owner != args.owner) {
+		ret = -EPERM;
+	} else {
+		write_seqcount_begin(&mutex->seq);
+		if (!--m->count)
+			m->owner = 0;
+		write_seqcount_end(&mutex->seq);
+		ntsync_wake(mutex);
+	}
 	ntsync_unlock_obj(mutex, all);
 
-	if (!ret && !kill && put_user(before, &uargs->count))
+	if (!ret && put_user(before, &uargs->count))
 		ret = -EFAULT;
 	return ret;
 }
 
 /*
- * EVENT_SET, EVENT_RESET and EVENT_PULSE hand back the state before.  A
- * pulse signals the event to the waiters it can wake and leaves it
- * unsignaled, all under one hold of the lock.
+ * MUTEX_KILL: the owner died; every level of recursion goes and the mutex
+ * is abandoned until someone acquires it.  Nothing is written back.
  */
-static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
-			       bool set, bool reset)
+static int ntsync_mutex_kill(struct ntsync_obj *mutex, __u32 __user *uowner)
+{
+	struct ntsync_mutex_args *m = &mutex->s.mutex;
+	__u32 owner;
+	bool all;
+	int ret = 0;
+
+	if (get_user(owner, uowner))
+		return -EFAULT;
+	if (!owner || mutex->kind != NTSYNC_MUTEX)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(mutex);
+	if (m->owner != owner) {
+		ret = -EPERM;
+	} else {
+		write_seqcount_begin(&mutex->seq);
+		m->owner = 0;
+		m->count = 0;
+		mutex->abandoned = true;
+		write_seqcount_end(&mutex->seq);
+		ntsync_wake(mutex);
+	}
+	ntsync_unlock_obj(mutex, all);
+	return ret;
+}
+
+/* EVENT_SET: signal the event; the state before is written back. */
+static int ntsync_event_set(struct ntsync_obj *event, __u32 __user *out)
 {
 	struct ntsync_event_args *e = &event->s.event;
 	__u32 before;
@@ -489,26 +555,67 @@ static int ntsync_event_change(struct ntsync_obj *event, __u32 __user *out,
 
 	all = ntsync_lock_obj(event);
 	before = e->signaled;
-	if (set) {
-		ntsync_signal_begin_state(event);
-		e->signaled = 1;
-		ntsync_wake_state(event, all);
-	}
-	if (reset)
-		e->signaled = 0;
+	write_seqcount_begin(&event->seq);
+	e->signaled = 1;
+	write_seqcount_end(&event->seq);
+	ntsync_wake(event);
 	ntsync_unlock_obj(event, all);
 
 	return put_user(before, out) ? -EFAULT : 0;
 }
 
-/* SEM_READ, MUTEX_READ and EVENT_READ: the state, as the ABI spells it. */
-static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out, u8 kind)
+/* EVENT_RESET: unsignal the event; the state before is written back. */
+static int ntsync_event_reset(struct ntsync_obj *event, __u32 __user *out)
+{
+	struct ntsync_event_args *e = &event->s.event;
+	__u32 before;
+	bool all;
+
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(event);
+	before = e->signaled;
+	e->signaled = 0;
+	ntsync_unlock_obj(event, all);
+
+	return put_user(before, out) ? -EFAULT : 0;
+}
+
+/*
+ * EVENT_PULSE: signal the event to the waiters it can wake and leave it
+ * unsignaled, all under one hold of the lock; the state before is written
+ * back.
+ */
+static int ntsync_event_pulse(struct ntsync_obj *event, __u32 __user *out)
+{
+	struct ntsync_event_args *e = &event->s.event;
+	__u32 before;
+	bool all;
+
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+
+	all = ntsync_lock_obj(event);
+	before = e->signaled;
+	write_seqcount_begin(&event->seq);
+	e->signaled = 1;
+	write_seqcount_end(&event->seq);
+	ntsync_wake(event);
+	e->signaled = 0;
+	ntsync_unlock_obj(event, all);
+
+	return put_user(before, out) ? -EFAULT : 0;
+}
+
+/*
+ * The state of @obj, as the ABI spells it, for the three reads (each has
+ * checked the kind); -EOWNERDEAD for an abandoned mutex.
+ */
+static int ntsync_read_state(struct ntsync_obj *obj, void __user *out)
 {
 	union ntsync_state now;
 	bool abandoned, all;
-
-	if (obj->kind != kind)
-		return -EINVAL;
 
 	all = ntsync_lock_obj(obj);
 	now = obj->s;
@@ -518,6 +625,33 @@ static int ntsync_obj_read(struct ntsync_obj *obj, void __user *out, u8 kind)
 	if (copy_to_user(out, &now, sizeof(now)))
 		return -EFAULT;
 	return abandoned ? -EOWNERDEAD : 0;
+}
+
+/* SEM_READ */
+static int ntsync_sem_read(struct ntsync_obj *sem,
+			   struct ntsync_sem_args __user *out)
+{
+	if (sem->kind != NTSYNC_SEM)
+		return -EINVAL;
+	return ntsync_read_state(sem, out);
+}
+
+/* MUTEX_READ */
+static int ntsync_mutex_read(struct ntsync_obj *mutex,
+			     struct ntsync_mutex_args __user *out)
+{
+	if (mutex->kind != NTSYNC_MUTEX)
+		return -EINVAL;
+	return ntsync_read_state(mutex, out);
+}
+
+/* EVENT_READ */
+static int ntsync_event_read(struct ntsync_obj *event,
+			     struct ntsync_event_args __user *out)
+{
+	if (event->kind != NTSYNC_EVENT)
+		return -EINVAL;
+	return ntsync_read_state(event, out);
 }
 
 static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
@@ -530,57 +664,64 @@ static long ntsync_obj_ioctl(struct file *file, unsigned int cmd,
 	case NTSYNC_IOC_SEM_RELEASE:
 		return ntsync_sem_release(obj, p);
 	case NTSYNC_IOC_SEM_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_SEM);
+		return ntsync_sem_read(obj, p);
 	case NTSYNC_IOC_MUTEX_UNLOCK:
-		return ntsync_mutex_drop(obj, p, false);
+		return ntsync_mutex_unlock(obj, p);
 	case NTSYNC_IOC_MUTEX_KILL:
-		return ntsync_mutex_drop(obj, p, true);
+		return ntsync_mutex_kill(obj, p);
 	case NTSYNC_IOC_MUTEX_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_MUTEX);
+		return ntsync_mutex_read(obj, p);
 	case NTSYNC_IOC_EVENT_SET:
-		return ntsync_event_change(obj, p, true, false);
+		return ntsync_event_set(obj, p);
 	case NTSYNC_IOC_EVENT_RESET:
-		return ntsync_event_change(obj, p, false, true);
+		return ntsync_event_reset(obj, p);
 	case NTSYNC_IOC_EVENT_PULSE:
-		return ntsync_event_change(obj, p, true, true);
+		return ntsync_event_pulse(obj, p);
 	case NTSYNC_IOC_EVENT_READ:
-		return ntsync_obj_read(obj, p, NTSYNC_EVENT);
+		return ntsync_event_read(obj, p);
 	}
 	return -ENOIOCTLCMD;
 }
 
-/* /proc/PID/fdinfo/N: what a hung game's objects are doing. */
+/*
+ * /proc/PID/fdinfo/N: what a hung game's objects are doing.  These lines are
+ * this module's alone (mainline's driver shows none); tools/ntsync-users.c
+ * reads "ntsync-type:".
+ *
+ * A reader of /proc, maybe another process, takes only the object's lock,
+ * never the instance's wait_all_lock (as ntsync_lock_obj() would while
+ * wait-all entries are queued): that lock covers the wait-any queue and
+ * all_hint, but a holder of wait_all_lock may change the state without
+ * it.  So each field of the state is read once, and while wait-all
+ * entries are queued two fields may come from two instants.
+ */
 static void ntsync_obj_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct ntsync_obj *obj = file->private_data;
+	const union ntsync_state *s = &obj->s;
 	struct ntsync_q_entry *entry;
-	unsigned int any = 0, all_waiters;
-	union ntsync_state now;
-	bool abandoned, all;
+	unsigned int any = 0;
 
-	all = ntsync_lock_obj(obj);
-	now = obj->s;
-	abandoned = obj->abandoned;
-	list_for_each_entry(entry, &obj->any_waiters, node)
-		any++;
-	all_waiters = obj->all_hint;
-	ntsync_unlock_obj(obj, all);
-
+	spin_lock(&obj->lock);
 	switch (obj->kind) {
 	case NTSYNC_SEM:
 		seq_printf(m, "ntsync-type:\tsemaphore\ncount:\t%u\nmax:\t%u\n",
-			   now.sem.count, now.sem.max);
+			   READ_ONCE(s->sem.count), s->sem.max);
 		break;
 	case NTSYNC_MUTEX:
 		seq_printf(m, "ntsync-type:\tmutex\nowner:\t%u\ncount:\t%u\nabandoned:\t%u\n",
-			   now.mutex.owner, now.mutex.count, abandoned);
+			   READ_ONCE(s->mutex.owner), READ_ONCE(s->mutex.count),
+			   READ_ONCE(obj->abandoned));
 		break;
 	case NTSYNC_EVENT:
 		seq_printf(m, "ntsync-type:\tevent\nmanual:\t%u\nsignaled:\t%u\n",
-			   now.event.manual, now.event.signaled);
+			   s->event.manual, READ_ONCE(s->event.signaled));
 		break;
 	}
-	seq_printf(m, "waiters-any:\t%u\nwaiters-all:\t%u\n", any, all_waiters);
+	list_for_each_entry(entry, &obj->any_waiters, node)
+		any++;
+	seq_printf(m, "waiters-any:\t%u\nwaiters-all:\t%u\n", any, obj->all_hint);
+	spin_unlock(&obj->lock);
 }
 
 /* The last descriptor of an object is gone: free it, let go of the device. */
@@ -603,57 +744,27 @@ static const struct file_operations ntsync_obj_fops = {
 };
 
 /*
- * Is @s a state that CREATE may start an object of @kind in?  Events are
- * stored with their flags as 0 or 1, the way reads report them.
+ * Make an object of @kind in state @s, checked by the caller, and give it a
+ * descriptor.  The descriptor appears in the caller's table only once
+ * nothing can fail; the object's file, once it exists, owns the object and
+ * the reference to the device, so dropping the file undoes everything.
  */
-static bool ntsync_initial_state(u8 kind, union ntsync_state *s)
-{
-	switch (kind) {
-	case NTSYNC_SEM:
-		return s->sem.count <= s->sem.max;
-	case NTSYNC_MUTEX:
-		/* owned with a count, or free with none */
-		return !s->mutex.owner == !s->mutex.count;
-	case NTSYNC_EVENT:
-		s->event.manual = !!s->event.manual;
-		s->event.signaled = !!s->event.signaled;
-		return true;
-	}
-	return false;
-}
-
-/*
- * CREATE_SEM, CREATE_MUTEX and CREATE_EVENT: all three take two __u32 in
- * the order the state keeps them, so one function makes every kind.  The
- * descriptor appears in the caller's table only once nothing can fail; the
- * object's file, once it exists, owns the object and the reference to the
- * device, so dropping the file undoes everything.
- */
-static int ntsync_create(struct ntsync_device *dev, u8 kind,
-			 const void __user *uarg)
+static int ntsync_obj_create(struct ntsync_device *dev, enum ntsync_kind kind,
+			     const union ntsync_state *s)
 {
 	struct ntsync_obj *obj;
-	union ntsync_state s;
 	struct file *file;
 	int fd;
-
-	BUILD_BUG_ON(sizeof(s) != sizeof(struct ntsync_sem_args) ||
-		     sizeof(s) != sizeof(struct ntsync_mutex_args) ||
-		     sizeof(s) != sizeof(struct ntsync_event_args));
-
-	if (copy_from_user(&s, uarg, sizeof(s)))
-		return -EFAULT;
-	if (!ntsync_initial_state(kind, &s))
-		return -EINVAL;
 
 	obj = kmem_cache_zalloc(ntsync_obj_cachep, GFP_KERNEL);
 	if (!obj)
 		return -ENOMEM;
 	spin_lock_init(&obj->lock);
+	seqcount_spinlock_init(&obj->seq, &obj->lock);
 	INIT_LIST_HEAD(&obj->any_waiters);
 	INIT_LIST_HEAD(&obj->all_waiters);
 	obj->kind = kind;
-	obj->s = s;
+	obj->s = *s;
 	obj->dev = dev;
 
 	file = anon_inode_getfile(NTSYNC_NAME, &ntsync_obj_fops, obj, O_RDWR);
@@ -671,6 +782,48 @@ static int ntsync_create(struct ntsync_device *dev, u8 kind,
 	}
 	fd_install(fd, file);
 	return fd;
+}
+
+/* CREATE_SEM: a count no greater than the maximum. */
+static int ntsync_create_sem(struct ntsync_device *dev,
+			     const struct ntsync_sem_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.sem, uargs, sizeof(s.sem)))
+		return -EFAULT;
+	if (s.sem.count > s.sem.max)
+		return -EINVAL;
+	return ntsync_obj_create(dev, NTSYNC_SEM, &s);
+}
+
+/* CREATE_MUTEX: owned with a count, or free with none. */
+static int ntsync_create_mutex(struct ntsync_device *dev,
+			       const struct ntsync_mutex_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.mutex, uargs, sizeof(s.mutex)))
+		return -EFAULT;
+	if (!s.mutex.owner != !s.mutex.count)
+		return -EINVAL;
+	return ntsync_obj_create(dev, NTSYNC_MUTEX, &s);
+}
+
+/*
+ * CREATE_EVENT: any flags; they are kept as 0 or 1, the way reads report
+ * them.
+ */
+static int ntsync_create_event(struct ntsync_device *dev,
+			       const struct ntsync_event_args __user *uargs)
+{
+	union ntsync_state s;
+
+	if (copy_from_user(&s.event, uargs, sizeof(s.event)))
+		return -EFAULT;
+	s.event.manual = !!s.event.manual;
+	s.event.signaled = !!s.event.signaled;
+	return ntsync_obj_create(dev, NTSYNC_EVENT, &s);
 }
 
 /*
@@ -692,97 +845,153 @@ static struct ntsync_obj *ntsync_obj_get(struct ntsync_device *dev, int fd)
 	return NULL;
 }
 
-static void ntsync_put_objs(struct ntsync_obj **objs, __u32 n)
+/*
+ * The entries of a wait too large for the stack: the instance's spare
+ * array if no other wait holds it, else a new one, charged to the caller's
+ * memory cgroup.  Mainline allocates every wait's entries; here a wait-any
+ * over 64 objects that its look satisfies would pay that on every call
+ * (ntsync-bench's waitany.64), and the array does not fit on the stack.
+ */
+static struct ntsync_q_entry *ntsync_entries_get(struct ntsync_device *dev)
+{
+	struct ntsync_q_entry *entries = xchg(&dev->spare, NULL);
+
+	if (entries)
+		return entries;
+	return kmalloc_array(NTSYNC_MAX_WAIT_COUNT + 1, sizeof(*entries),
+			     GFP_KERNEL_ACCOUNT);
+}
+
+/* Keep @entries as the instance's spare array, unless it has one. */
+static void ntsync_entries_put(struct ntsync_device *dev,
+			       struct ntsync_q_entry *entries)
+{
+	if (cmpxchg(&dev->spare, NULL, entries))
+		kfree(entries);
+}
+
+/*
+ * Drop the references to the objects of the first @n entries of @q, and
+ * give its entries back if they are not on the stack.
+ */
+static void ntsync_wait_put(struct ntsync_device *dev, struct ntsync_q *q,
+			    __u32 n, union ntsync_wait_stack *stack)
 {
 	while (n--)
-		fput(objs[n]->file);
+		fput(q->entries[n].obj->file);
+	if (q->entries != stack->small.entries)
+		ntsync_entries_put(dev, q->entries);
 }
 
 /*
- * Copy in and check a wait's arguments and take references to its objects:
- * the @args->count objects, then the alert event if there is one.  Returns
- * the number of references taken or a negative errno.
- */
-static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
-			   struct ntsync_wait_args *args,
-			   struct ntsync_obj **objs, bool all)
-{
-	int fds[NTSYNC_MAX_WAIT_COUNT];
-	struct ntsync_obj *obj;
-	__u32 i, j, n = 0;
-
-	if (copy_from_user(args, argp, sizeof(*args)))
-		return -EFAULT;
-	if (args->pad || (args->flags & ~NTSYNC_WAIT_REALTIME) ||
-	    !args->owner || args->count > NTSYNC_MAX_WAIT_COUNT)
-		return -EINVAL;
-	if (copy_from_user(fds, u64_to_user_ptr(args->objs),
-			   array_size(args->count, sizeof(*fds))))
-		return -EFAULT;
-
-	for (i = 0; i < args->count; i++) {
-		obj = ntsync_obj_get(dev, fds[i]);
-		if (!obj)
-			goto err;
-		objs[n++] = obj;
-		/* a wait for all may name each object only once */
-		for (j = 0; all && j < i; j++) {
-			if (objs[j] == obj)
-				goto err;
-		}
-	}
-
-	if (args->alert) {
-		obj = ntsync_obj_get(dev, args->alert);
-		if (!obj)
-			goto err;
-		objs[n++] = obj;
-		if (obj->kind != NTSYNC_EVENT)
-			goto err;
-		for (j = 0; all && j < args->count; j++) {
-			if (objs[j] == obj)
-				goto err;
-		}
-	}
-	return n;
-
-err:
-	ntsync_put_objs(objs, n);
-	return -EINVAL;
-}
-
-/*
- * The absolute deadline on the host's clock; KTIME_MAX for none.  Deadlines
- * past KTIME_MAX mean "never" as well.
+ * The absolute deadline on the host's clock; KTIME_MAX for none (U64_MAX).
+ * Any other deadline above KTIME_MAX is, as in mainline, a negative time to
+ * the kernel's clocks, which has passed (doc/spec.md,
+ * §silent.timeout-huge): 0.
  */
 static ktime_t ntsync_deadline(const struct ntsync_wait_args *args)
 {
 	ktime_t t;
 
-	if (args->timeout > KTIME_MAX)
+	if (args->timeout == U64_MAX)
 		return KTIME_MAX;
+	if (args->timeout > KTIME_MAX)
+		return 0;
 	t = args->timeout;
 	if (!(args->flags & NTSYNC_WAIT_REALTIME))
 		t = ntsync_timens_to_host(t);
 	return t;
 }
 
-static clockid_t ntsync_clock(const struct ntsync_wait_args *args)
+/*
+ * Copy in and check a wait's arguments, set up @q and take references to
+ * its objects, each in its entry: the count objects, then the alert event
+ * if there is one.  Returns the number of entries or a negative errno.
+ */
+static int ntsync_wait_get(struct ntsync_device *dev, void __user *argp,
+			   struct ntsync_q *q, union ntsync_wait_stack *stack)
 {
-	return args->flags & NTSYNC_WAIT_REALTIME ? CLOCK_REALTIME :
-						    CLOCK_MONOTONIC;
+	struct ntsync_wait_args args;
+	struct ntsync_obj *obj;
+	__u32 i, n;
+	int *fds;
+
+	if (copy_from_user(&args, argp, sizeof(args)))
+		return -EFAULT;
+	if (args.pad || (args.flags & ~NTSYNC_WAIT_REALTIME) ||
+	    !args.owner || args.count > NTSYNC_MAX_WAIT_COUNT)
+		return -EINVAL;
+
+	n = args.count + !!args.alert;
+	fds = n <= NTSYNC_STACK_ENTRIES ? stack->small.fds : stack->fds;
+	if (copy_from_user(fds, u64_to_user_ptr(args.objs),
+			   array_size(args.count, sizeof(*fds))))
+		return -EFAULT;
+
+	if (n <= NTSYNC_STACK_ENTRIES) {
+		q->entries = stack->small.entries;
+	} else {
+		q->entries = ntsync_entries_get(dev);
+		if (!q->entries)
+			return -ENOMEM;
+	}
+	q->task = current;
+	atomic_set(&q->signaled, -1);
+	q->owner = args.owner;
+	q->count = args.count;
+	q->ownerdead = false;
+	q->realtime = args.flags & NTSYNC_WAIT_REALTIME;
+	q->deadline = ntsync_deadline(&args);
+
+	/* entry->q is set when the entry is queued: the look needs none */
+	for (i = 0; i < args.count; i++) {
+		obj = ntsync_obj_get(dev, fds[i]);
+		if (!obj)
+			goto err;
+		q->entries[i].obj = obj;
+	}
+	if (args.alert) {
+		obj = ntsync_obj_get(dev, args.alert);
+		if (!obj)
+			goto err;
+		q->entries[i++].obj = obj;
+		if (obj->kind != NTSYNC_EVENT)
+			goto err;
+	}
+	return n;
+
+err:
+	ntsync_wait_put(dev, q, i, stack);
+	return -EINVAL;
 }
 
-static bool ntsync_expired(const struct ntsync_wait_args *args,
-			   ktime_t deadline)
+/* Does a wait name one object twice, the alert included? */
+static bool ntsync_wait_has_duplicates(const struct ntsync_q *q, __u32 n)
+{
+	__u32 i, j;
+
+	for (i = 1; i < n; i++) {
+		for (j = 0; j < i; j++) {
+			if (q->entries[i].obj == q->entries[j].obj)
+				return true;
+		}
+	}
+	return false;
+}
+
+static clockid_t ntsync_clock(const struct ntsync_q *q)
+{
+	return q->realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+}
+
+static bool ntsync_expired(const struct ntsync_q *q)
 {
 	ktime_t now;
 
-	if (deadline == KTIME_MAX)
+	if (q->deadline == KTIME_MAX)
 		return false;
-	now = args->flags & NTSYNC_WAIT_REALTIME ? ktime_get_real() :
-						   ktime_get();
-	return deadline <= now;
+	now = q->realtime ? ktime_get_real() : ktime_get();
+	return q->deadline <= now;
 }
 
 /*
@@ -790,10 +999,9 @@ static bool ntsync_expired(const struct ntsync_wait_args *args,
  * arrives (-ERESTARTSYS: the deadline is absolute, so a restarted call
  * waits exactly as long as the first).
  */
-static int ntsync_schedule(struct ntsync_q *q,
-			   const struct ntsync_wait_args *args,
-			   ktime_t deadline)
+static int ntsync_schedule(struct ntsync_q *q)
 {
+	ktime_t deadline = q->deadline;
 	ktime_t *expires = deadline == KTIME_MAX ? NULL : &deadline;
 	int ret;
 
@@ -809,36 +1017,13 @@ static int ntsync_schedule(struct ntsync_q *q,
 		}
 		if (!schedule_hrtimeout_range_clock(expires, 0,
 						    HRTIMER_MODE_ABS,
-						    ntsync_clock(args))) {
+						    ntsync_clock(q))) {
 			ret = -ETIMEDOUT;
 			break;
 		}
 	}
 	__set_current_state(TASK_RUNNING);
 	return ret;
-}
-
-static int ntsync_q_init(struct ntsync_q *q, const struct ntsync_wait_args *args,
-			 struct ntsync_q_entry *stack_entries, __u32 n)
-{
-	q->task = current;
-	atomic_set(&q->signaled, -1);
-	q->owner = args->owner;
-	q->count = args->count;
-	q->ownerdead = false;
-	if (n <= NTSYNC_STACK_ENTRIES) {
-		q->entries = stack_entries;
-		return 0;
-	}
-	q->entries = kmalloc_array(n, sizeof(*q->entries), GFP_KERNEL_ACCOUNT);
-	return q->entries ? 0 : -ENOMEM;
-}
-
-static void ntsync_q_free(struct ntsync_q *q,
-			  struct ntsync_q_entry *stack_entries)
-{
-	if (q->entries != stack_entries)
-		kfree(q->entries);
 }
 
 /* Report a claimed wait: the index always, EOWNERDEAD as the result. */
@@ -871,143 +1056,151 @@ static int ntsync_wait_result(struct ntsync_q *q, void __user *argp, int ret)
  * signaled, and a wait that is leaving its queues has already dropped its
  * earlier entries when a release claims it through a later one.
  */
-static __u32 ntsync_lowest_index(struct ntsync_obj *const *objs, __u32 index)
+static __u32 ntsync_lowest_index(const struct ntsync_q *q, __u32 index)
 {
 	__u32 i = 0;
 
-	while (objs[i] != objs[index])
+	while (q->entries[i].obj != q->entries[index].obj)
 		i++;
 	return i;
 }
 
 /*
- * The signal count of @obj, read before its state is looked at without
- * locks; odd while a change that signals it is under way.
+ * Lock @obj, which looked signaled to the lock-free look, and acquire it
+ * for @q if it is.  The wait is not queued anywhere yet: nobody else can
+ * claim it.
  */
-static unsigned int ntsync_look_signals(const struct ntsync_obj *obj)
+static bool ntsync_try_acquire(struct ntsync_q *q, struct ntsync_obj *obj)
 {
-	unsigned int signals = READ_ONCE(obj->signals);
+	bool all = ntsync_lock_obj(obj);
+	bool taken = ntsync_signaled(obj, q->owner);
 
-	/* the count before the state: pairs with ntsync_wake_state() */
-	smp_rmb();
-	return signals;
+	if (taken && ntsync_acquire_state(obj, q->owner))
+		q->ownerdead = true;
+	ntsync_unlock_obj(obj, all);
+	return taken;
 }
 
 /*
- * After looking at @objs[0..@n) without locks, finding none signaled and
- * every signal count even: did none of them change since the look read
- * @sum, the sum of their counts?  Then there was an instant at which none
- * was signaled.  Counts only grow, so the sum comes back to its value only
- * after 2^32 changes within the call.
+ * The lock-free look of a wait-any that can neither time out nor take an
+ * alert: acquire the lowest-indexed object that is signaled under its
+ * lock.  Returns its index, or -1.  No sequence count is read: whatever
+ * this look misses, queueing finds.
  */
-static bool ntsync_unchanged(struct ntsync_obj *const *objs, __u32 n,
-			     unsigned int sum)
+static int ntsync_look(struct ntsync_q *q)
 {
 	__u32 i;
 
-	/* the states looked at before the counts read again */
-	smp_rmb();
-	for (i = 0; i < n; i++)
-		sum -= READ_ONCE(objs[i]->signals);
-	return !sum;
+	for (i = 0; i < q->count; i++) {
+		struct ntsync_obj *obj = q->entries[i].obj;
+
+		if (ntsync_signaled(obj, q->owner) && ntsync_try_acquire(q, obj))
+			return i;
+	}
+	return -1;
 }
 
 /*
- * The lock-free look of a wait-any (see "Looking without locks"): take the
- * lowest-indexed object that is signaled under its lock, or the alert if
- * no object changed since it was looked at.  Returns the index taken, or
- * -1 with *@sum the sum of the objects' signal counts and *@stale true if
- * an object changed or was changing under the look.  Only a wait that can
- * time out or has an alert needs the counts (@count); inlined once for
- * each value, so that a wait without either does not pay for them.
+ * Has no object of the first @n entries of @q been through a write
+ * section since the look began its read section on it?  Then there was an
+ * instant at which each was as the look saw it.
  */
-static __always_inline int ntsync_look(struct ntsync_obj *const *objs,
-				       __u32 n,
-				       const struct ntsync_wait_args *args,
-				       bool count, unsigned int *sum,
-				       bool *stale, bool *ownerdead)
+static bool ntsync_unchanged(const struct ntsync_q *q, __u32 n)
 {
-	unsigned int total = 0;
 	__u32 i;
 
 	for (i = 0; i < n; i++) {
-		struct ntsync_obj *obj = objs[i];
-		unsigned int signals = count ? ntsync_look_signals(obj) : 0;
-		bool all;
+		const struct ntsync_q_entry *entry = &q->entries[i];
 
-		/* a change under way: what the look sees proves nothing */
-		if (signals & 1)
-			*stale = true;
-		/* racy by design: see "Looking without locks" */
-		if (!data_race(ntsync_signaled(obj, args->owner))) {
-			total += signals;
+		if (read_seqcount_retry(&entry->obj->seq, entry->seq))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The lock-free look of a wait-any that can time out or take an alert
+ * (see "Looking without locks"): acquire the lowest-indexed object that is
+ * signaled under its lock, or the alert if no object changed since the
+ * look.  Returns the index taken or -1; *@stale is then true if an object
+ * or the alert looked signaled and was not taken, and else the sequence
+ * counts that the look kept in the @n entries tell whether nothing was
+ * signaled at one instant (ntsync_unchanged()).
+ */
+static int ntsync_look_counted(struct ntsync_q *q, __u32 n, bool *stale)
+{
+	struct ntsync_q_entry *entry;
+	struct ntsync_obj *alert;
+	bool all, taken;
+	__u32 i;
+
+	for (i = 0; i < q->count; i++) {
+		entry = &q->entries[i];
+		entry->seq = read_seqcount_begin(&entry->obj->seq);
+		if (!ntsync_signaled(entry->obj, q->owner))
 			continue;
-		}
-		all = ntsync_lock_obj(obj);
-		if (ntsync_signaled(obj, args->owner) &&
-		    (i < args->count ||
-		     (!*stale && ntsync_unchanged(objs, args->count, total)))) {
-			*ownerdead = ntsync_acquire_state(obj, args->owner);
-			ntsync_unlock_obj(obj, all);
+		if (ntsync_try_acquire(q, entry->obj))
 			return i;
-		}
-		ntsync_unlock_obj(obj, all);
 		*stale = true;
 	}
-	*sum = total;
-	return -1;
+	if (n == q->count)
+		return -1;
+
+	entry = &q->entries[q->count];
+	alert = entry->obj;
+	entry->seq = read_seqcount_begin(&alert->seq);
+	if (!ntsync_signaled(alert, q->owner))
+		return -1;
+	all = ntsync_lock_obj(alert);
+	taken = ntsync_signaled(alert, q->owner) && !*stale &&
+		ntsync_unchanged(q, q->count);
+	if (taken)
+		ntsync_acquire_state(alert, q->owner);
+	ntsync_unlock_obj(alert, all);
+	if (!taken) {
+		*stale = true;
+		return -1;
+	}
+	return q->count;
 }
 
 static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 {
-	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
-	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
-	struct ntsync_wait_args args;
-	bool all, expired, ownerdead, stale = false;
-	int n, ret, signaled, taken;
-	unsigned int sum = 0;
-	__u32 i, queued = 0;
+	union ntsync_wait_stack stack;
+	bool all, expired, stale = false;
+	__u32 i, n, queued = 0;
+	int ret, signaled;
 	struct ntsync_q q;
-	ktime_t deadline;
 
-	n = ntsync_wait_get(dev, argp, &args, objs, false);
-	if (n < 0)
-		return n;
+	ret = ntsync_wait_get(dev, argp, &q, &stack);
+	if (ret < 0)
+		return ret;
+	n = ret;
 
 	/* Try to acquire without queueing, lowest index first. */
-	if (args.alert || args.timeout <= KTIME_MAX)
-		taken = ntsync_look(objs, n, &args, true, &sum, &stale,
-				    &ownerdead);
+	if (n > q.count || q.deadline != KTIME_MAX)
+		signaled = ntsync_look_counted(&q, n, &stale);
 	else
-		taken = ntsync_look(objs, n, &args, false, &sum, &stale,
-				    &ownerdead);
-	if (taken >= 0) {
-		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, taken),
-				       ownerdead);
+		signaled = ntsync_look(&q);
+	if (signaled >= 0) {
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(&q, signaled),
+				       q.ownerdead);
 		goto out;
 	}
 
 	/* A poll that found nothing, and nothing changed meanwhile, is over. */
-	deadline = ntsync_deadline(&args);
-	expired = ntsync_expired(&args, deadline);
-	if (expired && !stale && ntsync_unchanged(objs, n, sum)) {
+	expired = ntsync_expired(&q);
+	if (expired && !stale && ntsync_unchanged(&q, n)) {
 		ret = -ETIMEDOUT;
 		goto out;
 	}
 
-	ret = ntsync_q_init(&q, &args, stack_entries, n);
-	if (ret)
-		goto out;
-
 	/* Queue on each object, stopping early once something claims us. */
 	for (i = 0; i < n; i++) {
 		struct ntsync_q_entry *entry = &q.entries[i];
-		struct ntsync_obj *obj = objs[i];
+		struct ntsync_obj *obj = entry->obj;
 
 		entry->q = &q;
-		entry->obj = obj;
-		entry->index = i;
-
 		all = ntsync_lock_obj(obj);
 		if (ntsync_signaled(obj, q.owner)) {
 			if (ntsync_claim(&q, i) &&
@@ -1027,61 +1220,55 @@ static int ntsync_wait_any(struct ntsync_device *dev, void __user *argp)
 	if (expired && atomic_read(&q.signaled) == -1)
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, &args, deadline);
+		ret = ntsync_schedule(&q);
 
 	/* Alert first, then downwards: see "Looking without locks". */
 	while (queued--) {
-		struct ntsync_obj *obj = q.entries[queued].obj;
+		struct ntsync_q_entry *entry = &q.entries[queued];
 
-		all = ntsync_lock_obj(obj);
-		list_del(&q.entries[queued].node);
-		ntsync_unlock_obj(obj, all);
+		all = ntsync_lock_obj(entry->obj);
+		list_del(&entry->node);
+		ntsync_unlock_obj(entry->obj, all);
 	}
 
 	/* Every claim through a queued entry happened before its list_del. */
 	signaled = atomic_read(&q.signaled);
 	if (signaled != -1)
-		ret = ntsync_wait_done(argp, ntsync_lowest_index(objs, signaled),
+		ret = ntsync_wait_done(argp, ntsync_lowest_index(&q, signaled),
 				       q.ownerdead);
-	ntsync_q_free(&q, stack_entries);
 out:
-	ntsync_put_objs(objs, n);
+	ntsync_wait_put(dev, &q, n, &stack);
 	return ret;
 }
 
 static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 {
-	struct ntsync_q_entry stack_entries[NTSYNC_STACK_ENTRIES];
-	struct ntsync_obj *objs[NTSYNC_MAX_WAIT_COUNT + 1];
+	union ntsync_wait_stack stack;
 	struct ntsync_obj *alert = NULL;
-	struct ntsync_wait_args args;
 	bool alert_queued = false;
 	struct ntsync_q q;
-	ktime_t deadline;
-	int n, ret;
-	__u32 i;
+	__u32 i, n;
+	int ret;
 
-	n = ntsync_wait_get(dev, argp, &args, objs, true);
-	if (n < 0)
-		return n;
-	if (n > args.count)
-		alert = objs[args.count];
-
-	deadline = ntsync_deadline(&args);
-	ret = ntsync_q_init(&q, &args, stack_entries, n);
-	if (ret)
+	ret = ntsync_wait_get(dev, argp, &q, &stack);
+	if (ret < 0)
+		return ret;
+	n = ret;
+	/* a wait for all may name each object only once */
+	if (ntsync_wait_has_duplicates(&q, n)) {
+		ret = -EINVAL;
 		goto out;
-
-	for (i = 0; i < n; i++) {
-		q.entries[i].q = &q;
-		q.entries[i].obj = objs[i];
-		q.entries[i].index = i;
 	}
+	if (n > q.count)
+		alert = q.entries[q.count].obj;
+
+	for (i = 0; i < n; i++)
+		q.entries[i].q = &q;
 
 	mutex_lock(&dev->wait_all_lock);
 
-	for (i = 0; i < args.count; i++) {
-		struct ntsync_obj *obj = objs[i];
+	for (i = 0; i < q.count; i++) {
+		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
 		obj->all_hint++;
@@ -1099,10 +1286,10 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	if (alert && atomic_read(&q.signaled) == -1) {
 		spin_lock(&alert->lock);
 		if (ntsync_signaled(alert, q.owner)) {
-			if (ntsync_claim(&q, args.count))
+			if (ntsync_claim(&q, q.count))
 				ntsync_acquire_state(alert, q.owner);
 		} else {
-			list_add_tail(&q.entries[args.count].node,
+			list_add_tail(&q.entries[q.count].node,
 				      &alert->any_waiters);
 			alert_queued = true;
 		}
@@ -1113,19 +1300,19 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 
 	if (atomic_read(&q.signaled) != -1)
 		ret = 0;
-	else if (ntsync_expired(&args, deadline))
+	else if (ntsync_expired(&q))
 		ret = -ETIMEDOUT;
 	else
-		ret = ntsync_schedule(&q, &args, deadline);
+		ret = ntsync_schedule(&q);
 
 	mutex_lock(&dev->wait_all_lock);
 	if (alert_queued) {
 		spin_lock(&alert->lock);
-		list_del(&q.entries[args.count].node);
+		list_del(&q.entries[q.count].node);
 		spin_unlock(&alert->lock);
 	}
-	for (i = 0; i < args.count; i++) {
-		struct ntsync_obj *obj = objs[i];
+	for (i = 0; i < q.count; i++) {
+		struct ntsync_obj *obj = q.entries[i].obj;
 
 		spin_lock(&obj->lock);
 		list_del(&q.entries[i].node);
@@ -1135,9 +1322,8 @@ static int ntsync_wait_all(struct ntsync_device *dev, void __user *argp)
 	mutex_unlock(&dev->wait_all_lock);
 
 	ret = ntsync_wait_result(&q, argp, ret);
-	ntsync_q_free(&q, stack_entries);
 out:
-	ntsync_put_objs(objs, n);
+	ntsync_wait_put(dev, &q, n, &stack);
 	return ret;
 }
 
@@ -1160,6 +1346,7 @@ static int ntsync_dev_release(struct inode *inode, struct file *file)
 	struct ntsync_device *dev = file->private_data;
 
 	mutex_destroy(&dev->wait_all_lock);
+	kfree(dev->spare);
 	kfree(dev);
 	return 0;
 }
@@ -1177,11 +1364,11 @@ static long ntsync_dev_ioctl(struct file *file, unsigned int cmd,
 	case NTSYNC_IOC_WAIT_ALL:
 		return ntsync_wait_all(dev, p);
 	case NTSYNC_IOC_CREATE_SEM:
-		return ntsync_create(dev, NTSYNC_SEM, p);
+		return ntsync_create_sem(dev, p);
 	case NTSYNC_IOC_CREATE_MUTEX:
-		return ntsync_create(dev, NTSYNC_MUTEX, p);
+		return ntsync_create_mutex(dev, p);
 	case NTSYNC_IOC_CREATE_EVENT:
-		return ntsync_create(dev, NTSYNC_EVENT, p);
+		return ntsync_create_event(dev, p);
 	}
 	return -ENOIOCTLCMD;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Wait deadlines: absolute on MONOTONIC (in the caller's time namespace)
- * or REALTIME, past deadlines, U64_MAX, and clock changes.
+ * or REALTIME, past deadlines, U64_MAX, deadlines past the kernel's
+ * largest time, and clock changes.
  *
  * Deadlines that must expire are short (SHORT_MS); waits that must be woken
  * carry a far deadline that is only a hang guard.  No test measures speed:
@@ -178,6 +179,75 @@ TEST(u64_max_wait_all_sleeps_until_woken)
 TEST(u64_max_realtime_wait_sleeps_until_woken)
 {
 	u64_max_wait(false, NTSYNC_WAIT_REALTIME);
+}
+
+/*
+ * A deadline above the kernel's largest time (KTIME_MAX, 2^63 - 1 ns, about
+ * 292 years after the clock's epoch) other than U64_MAX is a negative time
+ * to the kernel's clocks; mainline's driver arms its timer with it, which
+ * has passed, and so does the module (§silent.timeout-huge).  Each wait runs
+ * in a waiter thread, so a driver that sleeps instead fails the case (the
+ * waiter is interrupted after GUARD_MS) rather than hanging the suite.
+ */
+static const uint64_t huge_deadlines[] = {
+	(uint64_t)INT64_MAX + 1, UINT64_MAX - 1,
+};
+
+/* §silent.timeout-huge */
+TEST(huge_deadline_times_out_at_once)
+{
+	static const uint32_t clocks[] = { 0, NTSYNC_WAIT_REALTIME };
+	int dev = DEV_OPEN();
+	int objs[2] = { NEW_SEM(dev, 0, 1), NEW_EVENT(dev, 1, 0) };
+	unsigned int d, c, all, alert;
+
+	for (d = 0; d < 2; d++)
+	for (c = 0; c < 2; c++)
+	for (all = 0; all < 2; all++)
+	for (alert = 0; alert < 2; alert++) {
+		struct waiter *w = waiter_new(dev, all, objs, 1, 1);
+
+		w->flags = clocks[c];
+		w->timeout = huge_deadlines[d];
+		w->alert = alert ? (uint32_t)objs[1] : 0;
+		assert_int_equal(waiter_start(w), 0);
+		if (!waiter_join(w)) {
+			print_error("wait-%s with deadline %#llx (%s%s) was still "
+				    "waiting after %u ms\n", all ? "all" : "any",
+				    (unsigned long long)w->timeout,
+				    c ? "REALTIME" : "MONOTONIC",
+				    alert ? ", alert" : "", GUARD_MS);
+			fail();
+		}
+		ASSERT_WAITER_ERR(w, ETIMEDOUT);
+		waiters_free(w, 1);
+	}
+	ASSERT_SEM(objs[0], 0, 1);
+	ASSERT_EVENT(objs[1], 1, 0);
+	close_all(objs, 2);
+	close(dev);
+}
+
+/* §silent.timeout-huge */
+TEST(huge_deadline_still_acquires_signaled_objects)
+{
+	int dev = DEV_OPEN();
+	int sem = NEW_SEM(dev, 4, 4);
+	unsigned int d;
+
+	for (d = 0; d < 2; d++) {
+		uint32_t index = POISON32;
+
+		assert_int_equal(CHECK_OK(wait_any(dev, &sem, 1, 1, huge_deadlines[d], &index)), 0);
+		assert_int_equal(index, 0);
+		index = POISON32;
+		assert_int_equal(CHECK_OK(ntr_wait(dev, true, &sem, 1, 1, 0, NTSYNC_WAIT_REALTIME,
+						   huge_deadlines[d], &index)), 0);
+		assert_int_equal(index, 0);
+	}
+	ASSERT_SEM(sem, 0, 4);
+	close(sem);
+	close(dev);
 }
 
 static int shift_realtime(long seconds)
@@ -451,6 +521,8 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(u64_max_wait_any_sleeps_until_woken),
 	cmocka_unit_test(u64_max_wait_all_sleeps_until_woken),
 	cmocka_unit_test(u64_max_realtime_wait_sleeps_until_woken),
+	cmocka_unit_test(huge_deadline_times_out_at_once),
+	cmocka_unit_test(huge_deadline_still_acquires_signaled_objects),
 	cmocka_unit_test(realtime_deadline_follows_clock_settime),
 	cmocka_unit_test(monotonic_deadline_ignores_clock_settime),
 	cmocka_unit_test(monotonic_deadline_in_time_namespace_expires),
