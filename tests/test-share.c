@@ -438,20 +438,35 @@ static int take(struct peer *p, uint32_t slot)
 }
 
 /*
- * ioctl's number as /proc/PID/syscall gives it for a client: its own ABI's
- * (SYS_ioctl: 16 on x86-64, 29 on arm64 and riscv64, 5015 on mips64, 54 on
- * i386, 32-bit ARM, powerpc and s390x) or, for a 32-bit client on a 64-bit
- * kernel with a compat ABI, that ABI's: 54 for i386 on x86-64 and for
- * 32-bit ARM on arm64.
+ * ioctl's number as /proc/PID/syscall gives it for a client, by the
+ * client's ABI.  A client of this program's own ABI: SYS_ioctl (16 on
+ * x86-64, 29 on arm64 and riscv64, 5015 on mips64, 54 on i386, 32-bit ARM,
+ * powerpc and s390x).  The other ABI of a 64-bit kernel with a compat ABI,
+ * seen from either side: on x86 a 64-bit client's is x86-64's 16 and a
+ * 32-bit one's i386's 54; on ARM a 64-bit client's is arm64's 29 and a
+ * 32-bit one's 54.  (A 32-bit build watching a 64-bit client needs the
+ * 64-bit number: SYS_ioctl is its own ABI's.)
  */
-#if defined(__x86_64__) || defined(__aarch64__)
-#define COMPAT_SYS_IOCTL 54
+#if defined(__x86_64__) || defined(__i386__)
+#define IOCTL_NR_64 16
+#define IOCTL_NR_32 54
+#elif defined(__aarch64__) || defined(__arm__)
+#define IOCTL_NR_64 29
+#define IOCTL_NR_32 54
 #else
-#define COMPAT_SYS_IOCTL SYS_ioctl
+#define IOCTL_NR_64 SYS_ioctl
+#define IOCTL_NR_32 SYS_ioctl
 #endif
 
-/* Is the (single-threaded) client asleep inside ioctl()? */
-static bool sleeps_in_ioctl(pid_t pid)
+static long ioctl_nr(unsigned int bits)
+{
+	if (bits == 8 * sizeof(void *))
+		return SYS_ioctl;
+	return bits == 64 ? IOCTL_NR_64 : IOCTL_NR_32;
+}
+
+/* Is the (single-threaded) client, of ABI BITS, asleep inside ioctl()? */
+static bool sleeps_in_ioctl(pid_t pid, unsigned int bits)
 {
 	char path[64], buf[512];
 	const char *s;
@@ -481,7 +496,7 @@ static bool sleeps_in_ioctl(pid_t pid)
 		return true;
 	buf[n] = 0;
 	nr = atol(buf);
-	return nr == SYS_ioctl || nr == COMPAT_SYS_IOCTL;
+	return nr == ioctl_nr(bits);
 }
 
 /* Start a wait in the client and return once it sleeps in the driver. */
@@ -501,7 +516,7 @@ static void start_wait(struct peer *p, uint32_t dev, bool all,
 	reply_of(p, &rep, NULL);
 	assert_int_equal(rep.kind, REPLY_STARTED);
 	end = now_ns(CLOCK_MONOTONIC) + GUARD_MS * NSEC_PER_MSEC;
-	while (!sleeps_in_ioctl(p->pid)) {
+	while (!sleeps_in_ioctl(p->pid, p->bits)) {
 		struct pollfd pfd = { .fd = p->sock, .events = POLLIN };
 
 		if (poll(&pfd, 1, 0) == 1) {
@@ -539,7 +554,7 @@ static void assert_still_waiting(struct peer *p)
 		fail();
 	}
 	end = now_ns(CLOCK_MONOTONIC) + GUARD_MS * NSEC_PER_MSEC;
-	while (!sleeps_in_ioctl(p->pid)) {
+	while (!sleeps_in_ioctl(p->pid, p->bits)) {
 		if (now_ns(CLOCK_MONOTONIC) > end) {
 			print_error("client %d no longer sleeps in its wait\n",
 				    (int)p->pid);
