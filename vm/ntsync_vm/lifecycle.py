@@ -38,6 +38,30 @@ SUPPORTED = {"allow-stderr", "breaks-testbed", "isolation-machine", "isolation-c
 KERNEL_LINE = re.compile(r"\[\s*\d+\.\d+\]")
 
 
+def judge_kernel(text, taint, done, out):
+    """The kernel-log gates on the console TEXT and the taint rule on TAINT (None: none came
+    back, a failure only if the guest got to its end, DONE), as lines appended to OUT;
+    (passed, failed)."""
+    passed = failed = 0
+    kernel = [line for line in text.replace("\r", "").split("\n") if KERNEL_LINE.match(line)]
+    for p in gates.judge(kernel):
+        out.append(f"FAIL kernel log: {p}")
+        failed += 1
+    if taint is None:
+        if done:
+            out.append("FAIL no taint state came back from the guest")
+            failed += 1
+    else:
+        bad = gates.taint_problem(taint)
+        if bad:
+            out.append(f"FAIL {bad}")
+            failed += 1
+        else:
+            out.append(f"PASS kernel taint {taint} (nothing beyond O/E)")
+            passed += 1
+    return passed, failed
+
+
 def parse_control(path):
     """[(test name, set of restrictions)] of an autopkgtest control file."""
     try:
@@ -152,22 +176,9 @@ def judge(text, tests):
     if not done:
         out.append("FAIL the guest did not reach the end of the plan")
         failed += 1
-    kernel = [line for line in text.replace("\r", "").split("\n") if KERNEL_LINE.match(line)]
-    for p in gates.judge(kernel):
-        out.append(f"FAIL kernel log: {p}")
-        failed += 1
-    if taint is None:
-        if done:
-            out.append("FAIL no taint state came back from the guest")
-            failed += 1
-    else:
-        bad = gates.taint_problem(taint)
-        if bad:
-            out.append(f"FAIL {bad}")
-            failed += 1
-        else:
-            out.append(f"PASS kernel taint {taint} (nothing beyond O/E)")
-            passed += 1
+    p, f = judge_kernel(text, taint, done, out)
+    passed += p
+    failed += f
     return out, passed, failed, skipped
 
 
@@ -355,22 +366,9 @@ def judge_scenario(text):
     if not done:
         out.append("FAIL the guest did not reach the end of the scenario")
         failed += 1
-    kernel = [line for line in text.replace("\r", "").split("\n") if KERNEL_LINE.match(line)]
-    for p in gates.judge(kernel):
-        out.append(f"FAIL kernel log: {p}")
-        failed += 1
-    if taint is None:
-        if done:
-            out.append("FAIL no taint state came back from the guest")
-            failed += 1
-    else:
-        bad = gates.taint_problem(taint)
-        if bad:
-            out.append(f"FAIL {bad}")
-            failed += 1
-        else:
-            out.append(f"PASS kernel taint {taint} (nothing beyond O/E)")
-            passed += 1
+    p, f = judge_kernel(text, taint, done, out)
+    passed += p
+    failed += f
     return out, passed, failed, kernels
 
 
