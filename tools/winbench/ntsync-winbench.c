@@ -5,16 +5,22 @@
  * wineserver. A Windows console program (mingw-w64), built by `vm/ntsync-vm wine` with the
  * Wine build's toolchain and run in its guests.
  *
- *   ntsync-winbench [--quick]
+ *   ntsync-winbench [--quick] [--repeat N]
  *   ntsync-winbench --hold       holds objects until --release (or 10 minutes): a Windows
  *                                process that surely has the device open while the guest
  *                                looks at it (vm/guest/jobs/wine.sh's snapshot)
  *   ntsync-winbench --release    ends a --hold
  *
- * One line a row: "ROW NS-PER-OP OPS", then "ntsync-winbench: done". Rows:
+ * One line a row and run: "ROW NS-PER-OP OPS", then "ntsync-winbench: done". Every row
+ * runs N times (--repeat, default 5), in rounds (each row once, then each again), so that
+ * the spread of a row shows, and a drift over the process's life shows as a trend. Rows:
  *   sem.wait-release   uncontended WaitForSingleObject + ReleaseSemaphore
  *   sem.poll           WaitForSingleObject(sem, 0) on an unsignaled semaphore (a poll)
  *   wait-any.64        WaitForMultipleObjects over 64 events, the last one signaled
+ *   wait-any.64.busy   the same while another thread of the process sleeps in a wait on
+ *                      16 events (as a game's worker threads do): the driver's one spare
+ *                      array of queue entries for waits too wide for the stack is then
+ *                      taken by a sleeping wait, or not
  *   wait-all.8         WaitForMultipleObjects(bWaitAll) over 8 semaphores, released again
  *   event.ping-pong    SetEvent/WaitForSingleObject between two threads, per round trip
  *
@@ -74,7 +80,7 @@ static void bench_sem(long n)
 	CloseHandle(sem);
 }
 
-static void bench_wait_any(long n)
+static void bench_wait_any(long n, const char *name)
 {
 	HANDLE ev[MAXIMUM_WAIT_OBJECTS];
 	double t;
@@ -89,8 +95,42 @@ static void bench_wait_any(long n)
 		if (WaitForMultipleObjects(MAXIMUM_WAIT_OBJECTS, ev, FALSE, INFINITE) !=
 		    WAIT_OBJECT_0 + MAXIMUM_WAIT_OBJECTS - 1)
 			die("WaitForMultipleObjects (any)");
-	row("wait-any.64", now_ns() - t, n);
+	row(name, now_ns() - t, n);
 	for (k = 0; k < MAXIMUM_WAIT_OBJECTS; k++)
+		CloseHandle(ev[k]);
+}
+
+#define SLEEPER_WAIT 16
+
+static DWORD WINAPI sleeper(void *arg)
+{
+	HANDLE *ev = arg;
+
+	/* ev[0] ends it; the others are never signaled */
+	if (WaitForMultipleObjects(SLEEPER_WAIT, ev, FALSE, INFINITE) != WAIT_OBJECT_0)
+		die("WaitForMultipleObjects (the sleeping thread)");
+	return 0;
+}
+
+/* wait-any.64 while another thread sleeps in a wait on SLEEPER_WAIT events */
+static void bench_wait_any_busy(long n)
+{
+	HANDLE ev[SLEEPER_WAIT], thread;
+	int k;
+
+	for (k = 0; k < SLEEPER_WAIT; k++)
+		if (!(ev[k] = CreateEventW(NULL, FALSE, FALSE, NULL)))
+			die("CreateEvent");
+	if (!(thread = CreateThread(NULL, 0, sleeper, ev, 0, NULL)))
+		die("CreateThread");
+	/* let it go to sleep in its wait first */
+	Sleep(50);
+	bench_wait_any(n, "wait-any.64.busy");
+	if (!SetEvent(ev[0]))
+		die("SetEvent");
+	WaitForSingleObject(thread, INFINITE);
+	CloseHandle(thread);
+	for (k = 0; k < SLEEPER_WAIT; k++)
 		CloseHandle(ev[k]);
 }
 
@@ -192,20 +232,39 @@ static int release_hold(void)
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 && !strcmp(argv[1], "--quick") ? 2000 : 20000;
+	long n = 20000;
+	int repeat = 5, i;
+	char *end;
 
-	if (argc > 1 && !strcmp(argv[1], "--hold"))
+	if (argc == 2 && !strcmp(argv[1], "--hold"))
 		return hold();
-	if (argc > 1 && !strcmp(argv[1], "--release"))
+	if (argc == 2 && !strcmp(argv[1], "--release"))
 		return release_hold();
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			n = 2000;
+		} else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+			repeat = strtol(argv[++i], &end, 10);
+			if (*end || repeat < 1 || repeat > 100) {
+				fprintf(stderr, "ntsync-winbench: --repeat %s: give a count from 1 to 100\n", argv[i]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "usage: ntsync-winbench [--quick] [--repeat N] | --hold | --release\n");
+			return 2;
+		}
+	}
 
 	if (!QueryPerformanceFrequency(&freq))
 		die("QueryPerformanceFrequency");
 	printf("%-18s %12s %10s\n", "row", "ns/op", "ops");
-	bench_sem(n);
-	bench_wait_any(n / 4);
-	bench_wait_all(n / 4);
-	bench_pingpong(n / 4);
+	for (i = 0; i < repeat; i++) {
+		bench_sem(n);
+		bench_wait_any(n / 4, "wait-any.64");
+		bench_wait_any_busy(n / 4);
+		bench_wait_all(n / 4);
+		bench_pingpong(n / 4);
+	}
 	printf("ntsync-winbench: done\n");
 	return 0;
 }

@@ -574,14 +574,36 @@ WINBENCH_ROW = re.compile(r"^([a-z][\w.-]+)\s+(\d+)\s+(\d+)$")
 
 
 def winbench_rows(path):
-    """{row: ns per op} of one ntsync-winbench output, or {} when it did not finish."""
+    """{row: [ns per op of each run, in order]} of one ntsync-winbench output, or {} when it
+    did not finish."""
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:
         return {}
     if "ntsync-winbench: done" not in text:
         return {}
-    return {m.group(1): int(m.group(2)) for line in text.splitlines() if (m := WINBENCH_ROW.match(line.strip()))}
+    rows = {}
+    for line in text.splitlines():
+        if m := WINBENCH_ROW.match(line.strip()):
+            rows.setdefault(m.group(1), []).append(int(m.group(2)))
+    return rows
+
+
+def winbench_files(wdir, cfg):
+    """The outputs of CFG's ntsync-winbench processes in WDIR (vm/guest/jobs/wine.sh runs
+    two of them in --bench, one after the other): CFG-winbench.txt, CFG-winbench.2.txt..."""
+    return sorted(wdir.glob(f"{cfg}-winbench*.txt"), key=lambda f: (len(f.name), f.name))
+
+
+REPEATS_WITHIN = 0.01   # a row repeats when all its runs, in every process, lie within 1 % of its median
+
+
+def row_stats(runs):
+    """(median, spread) of one row's runs: spread = (max - min) / median."""
+    v = sorted(runs)
+    mid = len(v) // 2
+    med = v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+    return med, ((v[-1] - v[0]) / med if med else 0.0)
 
 
 def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200, bench=False):
@@ -625,27 +647,54 @@ def keep_figures(build_dir, res, lines):
 
 
 def bench_table(res):
-    """The winbench rows of a --bench guest: ns/op per configuration and the ratios."""
+    """The winbench rows of a --bench guest: per configuration the median ns/op over every
+    run of every process and the ratios, for the rows that repeat (every run of the row in
+    each configuration within REPEATS_WITHIN of its median); then the rows that do not, with
+    each configuration's runs, process by process. Returns (lines, configurations that did
+    not finish)."""
     wdir = Path(res.results) / "wine"
-    cfgs = [c for c in ("in-tree", "ours", "none") if (wdir / f"{c}-winbench.txt").exists()]
-    data = {c: winbench_rows(wdir / f"{c}-winbench.txt") for c in cfgs}
-    names = [n for n in next((d for d in data.values() if d), {})]
-    lines = [f"ntsync-winbench under Wine on {res.suite} ({res.kernel}), 1 vCPU, -icount: guest ns per op"]
+    cfgs = [c for c in ("in-tree", "ours", "none") if winbench_files(wdir, c)]
+    procs = {c: [winbench_rows(f) for f in winbench_files(wdir, c)] for c in cfgs}
+    bad = [c for c in cfgs if not all(procs[c])]
+    cfgs = [c for c in cfgs if c not in bad]   # the table: the configurations that finished
+    runs = {c: {} for c in cfgs}
+    for c in cfgs:
+        for p in procs[c]:
+            for n, v in p.items():
+                runs[c].setdefault(n, []).extend(v)
+    stats = {c: {n: row_stats(v) for n, v in runs[c].items()} for c in cfgs}
+    names = list(dict.fromkeys(n for c in cfgs for n in runs[c]))
+    nproc = max((len(procs[c]) for c in cfgs), default=0)
+    nrun = max((len(v) for c in cfgs for v in runs[c].values()), default=0)
+    lines = [f"ntsync-winbench under Wine on {res.suite} ({res.kernel}), 1 vCPU, -icount: guest ns per op, "
+             f"median of {nrun} runs in {nproc} processes"]
     hdr = f"  {'row':18}" + "".join(f" {c:>10}" for c in cfgs)
-    if "none" in data:
+    if "none" in cfgs:
         hdr += "".join(f" {'none/' + c:>13}" for c in cfgs if c != "none")
-    if "in-tree" in data and "ours" in data:
+    if "in-tree" in cfgs and "ours" in cfgs:
         hdr += f" {'ours/in-tree':>13}"
     lines.append(hdr)
-    bad = [c for c in cfgs if not data[c]]
-    for n in names:
-        line = f"  {n:18}" + "".join(f" {data[c].get(n, 0):10,d}" for c in cfgs)
-        if "none" in data:
-            line += "".join(f" {data['none'].get(n, 0) / data[c][n]:12.1f}x" if data[c].get(n) else f" {'-':>13}"
+
+    def med(c, n):
+        return stats[c].get(n, (0, 0))[0]
+    steady = [n for n in names if all(n in stats[c] and stats[c][n][1] <= REPEATS_WITHIN for c in cfgs)]
+    for n in steady:
+        line = f"  {n:18}" + "".join(f" {med(c, n):10,.0f}" for c in cfgs)
+        if "none" in cfgs:
+            line += "".join(f" {med('none', n) / med(c, n):12.1f}x" if med(c, n) else f" {'-':>13}"
                             for c in cfgs if c != "none")
-        if "in-tree" in data and "ours" in data and data["in-tree"].get(n):
-            line += f" {data['ours'].get(n, 0) / data['in-tree'][n]:12.3f}x"
+        if "in-tree" in cfgs and "ours" in cfgs and med("in-tree", n):
+            line += f" {med('ours', n) / med('in-tree', n):12.3f}x"
         lines.append(line)
+    unsteady = [n for n in names if n not in steady]
+    if unsteady:
+        lines.append(f"  not shown, spread above {REPEATS_WITHIN:.0%} (runs of each process, | between processes):")
+        for n in unsteady:
+            for c in cfgs:
+                if n not in stats[c]:
+                    continue
+                each = " | ".join(" ".join(f"{x:,d}" for x in p.get(n, [])) for p in procs[c])
+                lines.append(f"    {n:18} {c:8} spread {stats[c][n][1]:6.1%}: {each}")
     return lines, bad
 
 

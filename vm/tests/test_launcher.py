@@ -662,22 +662,36 @@ class Wine(unittest.TestCase):
             w = Path(t) / "wine"
             w.mkdir()
             head = "row                       ns/op        ops\n"
-            (w / "in-tree-winbench.txt").write_text(head + "sem.wait-release           1000      20000\n"
-                                                    "ntsync-winbench: done\n")
-            (w / "ours-winbench.txt").write_text(head + "sem.wait-release            990      20000\n"
-                                                 "ntsync-winbench: done\n")
-            (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n")
-            self.assertEqual(wine.winbench_rows(w / "ours-winbench.txt"), {"sem.wait-release": 990})
+
+            def out(*rows, done=True):
+                return head + "".join(f"{n:18} {v:12d} {5000:10d}\n" for n, v in rows) + \
+                    ("ntsync-winbench: done\n" if done else "")
+            (w / "in-tree-winbench.txt").write_text(out(("sem.wait-release", 1000), ("wait-any.64", 32000),
+                                                        ("sem.wait-release", 1004), ("wait-any.64", 32100)))
+            (w / "in-tree-winbench.2.txt").write_text(out(("sem.wait-release", 1000), ("wait-any.64", 32000)))
+            (w / "ours-winbench.txt").write_text(out(("sem.wait-release", 990), ("wait-any.64", 16700),
+                                                     ("sem.wait-release", 990), ("wait-any.64", 16690)))
+            (w / "ours-winbench.2.txt").write_text(out(("sem.wait-release", 990), ("wait-any.64", 28900)))
+            (w / "none-winbench.txt").write_text(out(("sem.wait-release", 30000), done=False))
+            self.assertEqual(wine.winbench_rows(w / "ours-winbench.txt"),
+                             {"sem.wait-release": [990, 990], "wait-any.64": [16700, 16690]})
             self.assertEqual(wine.winbench_rows(w / "none-winbench.txt"), {})  # it did not finish
+            self.assertEqual([f.name for f in wine.winbench_files(w, "ours")],
+                             ["ours-winbench.txt", "ours-winbench.2.txt"])
             res = SimpleNamespace(results=t, suite="trixie-backports", kernel="7.3")
             lines, bad = wine.bench_table(res)
             self.assertEqual(bad, ["none"])
-            self.assertIn("0.990x", lines[-1])
-            (w / "none-winbench.txt").write_text(head + "sem.wait-release          30000      20000\n"
-                                                 "ntsync-winbench: done\n")
+            self.assertIn("median of 3 runs in 2 processes", lines[0])
+            # the steady row is shown with its ratio; wait-any.64 (ours bimodal) is not, and
+            # its runs are listed process by process
+            self.assertRegex(lines[2], r"sem.wait-release +1,000 +990 +0.990x")
+            self.assertFalse(any(re.match(r"  wait-any.64 ", x) for x in lines))
+            self.assertIn("16,700 16,690 | 28,900", lines[-1])
+            self.assertIn("spread above 1%", lines[-3])
+            (w / "none-winbench.txt").write_text(out(("sem.wait-release", 30000), ("wait-any.64", 90000)))
             lines, bad = wine.bench_table(res)
             self.assertEqual(bad, [])
-            self.assertRegex(lines[-1], r"1,000 +990 +30,000 +30.0x +30.3x +0.990x")
+            self.assertRegex(lines[2], r"1,000 +990 +30,000 +30.0x +30.3x +0.990x")
 
     def test_links_judged_on_a_recorded_run(self):
         # issue 39: the links guest's results (test_data/wine-links/links/, as the guest wrote

@@ -52,11 +52,18 @@ snapshot() {
 	mark "info wine $cfg: ntsync-info while ntsync-winbench --hold ran: $(grep -a -E '^users:' "$W/$cfg-ntsync-info.txt")"
 }
 
-# winbench CONFIG: ntsync-winbench's rows
+# winbench CONFIG [PROCESSES]: ntsync-winbench's rows (each run 5 times) from PROCESSES
+# processes one after the other (default 1), into CONFIG-winbench.txt, CONFIG-winbench.2.txt...:
+# a row that differs between processes, not between runs, shows so
 winbench() {
+	local i f
 	[ -f "$IN/wine/tests/ntsync-winbench.exe" ] || return 0
-	timeout 1800 "$WINE" "$IN/wine/tests/ntsync-winbench.exe" >"$W/$1-winbench.txt" 2>&1
-	mark "info wine $1: ntsync-winbench: exit $?"
+	for i in $(seq 1 "${2:-1}"); do
+		f=$W/$1-winbench.txt
+		[ "$i" = 1 ] || f=$W/$1-winbench.$i.txt
+		timeout 1800 "$WINE" "$IN/wine/tests/ntsync-winbench.exe" >"$f" 2>&1
+		mark "info wine $1: ntsync-winbench process $i: exit $?"
+	done
 }
 
 # run_config CONFIG: a fresh prefix and every test program, one after the other
@@ -67,7 +74,7 @@ run_config() {
 	timeout 1200 "$WINE" wineboot --init >"$W/$cfg-wineboot.log" 2>&1
 	"$SERVER" -w
 	if [ "$WINE_MODE" = bench ]; then
-		winbench "$cfg"
+		winbench "$cfg" 2
 	else
 		snapshot "$cfg"
 		for t in $TESTS; do
