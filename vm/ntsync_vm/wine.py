@@ -26,6 +26,7 @@ Wine's source is not part of this tree and is never fetched by it: a user downlo
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -631,9 +632,15 @@ def run_guest(build_dir, suite, driver, kernel_debs=None, timeout=7200, bench=Fa
 FIGURES = "winbench.txt"  # under $NTSYNC_CACHE/wine: the last --bench table, which the demo shows
 
 
+@functools.lru_cache(maxsize=None)
 def git_head():
+    """The commit this run started from: asked once, at the first call (main() makes it), so
+    that a commit made while a guest runs is not taken for the one measured."""
     r = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return r.stdout.strip() or "(not a git checkout)"
+    out = r.stdout.strip() or "(not a git checkout)"
+    d = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                       capture_output=True, text=True)
+    return out + (" with local changes" if d.stdout.strip() else "")
 
 
 def keep_figures(build_dir, res, lines):
@@ -939,6 +946,7 @@ def main(argv):
         raise Usage(f"no Wine source given: pass --source with {WHERE}")
     if o.cached_only:
         return check_cached(Path(o.source), [Path(p).resolve() for p in o.patch])
+    git_head()  # the commit measured: the one at the start (see there)
     plans = []
     for r, links in [(r, False) for r in o.run] + [(r, True) for r in o.links]:
         suite, _, driver = r.partition(":")
