@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 import uuid
 import zlib
 from contextlib import redirect_stdout, redirect_stderr
@@ -835,8 +836,10 @@ class KernelDebs(unittest.TestCase):
 
 class Lock(unittest.TestCase):
     def test_one_guest_at_a_time(self):
-        with tempfile.TemporaryDirectory() as t:
-            os.environ["NTSYNC_CACHE"] = t
+        # the caller's NTSYNC_VM_PARALLEL=1 (guests run beside others) must not turn the
+        # lock under test off
+        with tempfile.TemporaryDirectory() as t, unittest.mock.patch.dict(os.environ, {"NTSYNC_CACHE": t}):
+            os.environ.pop("NTSYNC_VM_PARALLEL", None)
             order = []
 
             def second():
