@@ -18,9 +18,8 @@
  *   sem.poll           WaitForSingleObject(sem, 0) on an unsignaled semaphore (a poll)
  *   wait-any.64        WaitForMultipleObjects over 64 events, the last one signaled
  *   wait-any.64.busy   the same while another thread of the process sleeps in a wait on
- *                      16 events (as a game's worker threads do): the driver's one spare
- *                      array of queue entries for waits too wide for the stack is then
- *                      taken by a sleeping wait, or not
+ *                      16 events (as a game's worker threads do), holding queue entries
+ *                      off the kernel stack (the driver's spare array, if it took that)
  *   wait-all.8         WaitForMultipleObjects(bWaitAll) over 8 semaphores, released again
  *   event.ping-pong    SetEvent/WaitForSingleObject between two threads, per round trip
  *
