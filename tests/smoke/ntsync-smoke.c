@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -420,27 +421,71 @@ static void test_lifetime(void)
 	close(s);
 }
 
-/* This project's module (it has a version) shows state in fdinfo. */
+/* /proc/self/fdinfo/FD of an object, in buf; false if it cannot be read. */
+static bool fdinfo(int obj, char *buf, size_t len)
+{
+	char path[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", obj);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0;
+}
+
+/*
+ * This project's module (it has a version) shows each kind's state in
+ * fdinfo, and how many waits are queued on the object (module/ntsync.c,
+ * ntsync_obj_show_fdinfo(); the lines are this module's alone).
+ */
 static void test_fdinfo(void)
 {
-	char path[64], buf[512];
-	int s, fd, n;
+	int s, m, e;
+	char buf[512];
+	struct waiter w[2];
+	pthread_t t[2];
 
 	if (access("/sys/module/ntsync/version", F_OK)) {
 		printf("skip fdinfo: not this project's module\n");
 		return;
 	}
 	s = sem(2, 7);
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", s);
-	fd = open(path, O_RDONLY);
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	CHECK(n > 0, "read %s", path);
-	buf[n > 0 ? n : 0] = 0;
-	CHECK(strstr(buf, "ntsync-type:\tsemaphore\ncount:\t2\nmax:\t7\n") != NULL,
-	      "fdinfo: %s", buf);
-	if (fd >= 0)
-		close(fd);
+	m = mtx(5, 2);
+	e = evt(1, 0);
+	CHECK(fdinfo(s, buf, sizeof(buf)) &&
+	      strstr(buf, "ntsync-type:\tsemaphore\ncount:\t2\nmax:\t7\n") &&
+	      strstr(buf, "waiters-any:\t0\nwaiters-all:\t0\n"), "semaphore fdinfo: %s", buf);
+	CHECK(fdinfo(m, buf, sizeof(buf)) &&
+	      strstr(buf, "ntsync-type:\tmutex\nowner:\t5\ncount:\t2\nabandoned:\t0\n"),
+	      "mutex fdinfo: %s", buf);
+	CHECK(fdinfo(e, buf, sizeof(buf)) &&
+	      strstr(buf, "ntsync-type:\tevent\nmanual:\t1\nsignaled:\t0\n"), "event fdinfo: %s", buf);
+
+	/* one wait-any and one wait-all queued on the event */
+	w[0] = (struct waiter){ .fd = e, .cmd = NTSYNC_IOC_WAIT_ANY, .owner = 1 };
+	w[1] = (struct waiter){ .fd = e, .cmd = NTSYNC_IOC_WAIT_ALL, .owner = 2 };
+	pthread_create(&t[0], NULL, waiter_thread, &w[0]);
+	pthread_create(&t[1], NULL, waiter_thread, &w[1]);
+	usleep(200000);
+	CHECK(fdinfo(e, buf, sizeof(buf)) && strstr(buf, "waiters-any:\t1\nwaiters-all:\t1\n"),
+	      "event fdinfo with two waits queued: %s", buf);
+	EXPECT(io(e, NTSYNC_IOC_EVENT_SET, &(uint32_t){ 0 }), 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	CHECK(w[0].ret == 0 && w[1].ret == 0, "waits on the set event: %d %d", w[0].ret, w[1].ret);
+	CHECK(fdinfo(e, buf, sizeof(buf)) && strstr(buf, "signaled:\t1\n") &&
+	      strstr(buf, "waiters-any:\t0\nwaiters-all:\t0\n"), "event fdinfo after: %s", buf);
+
+	/* an abandoned mutex says so */
+	EXPECT(io(m, NTSYNC_IOC_MUTEX_KILL, &(uint32_t){ 5 }), 0);
+	CHECK(fdinfo(m, buf, sizeof(buf)) &&
+	      strstr(buf, "owner:\t0\ncount:\t0\nabandoned:\t1\n"), "killed mutex fdinfo: %s", buf);
 	close(s);
+	close(m);
+	close(e);
 }
 
 int main(void)
