@@ -1,0 +1,118 @@
+#!/bin/sh
+# /init of `ntsync-vm coverage`: the gcov kernel (build-kernel --flavour gcov) with our
+# module built with GCOV_PROFILE, the test groups one after another; before each group the
+# kernel's gcov counters are reset, after it the module's ntsync.gcda goes to the host on
+# the console (base64 between gcda-begin and gcda-end markers, with its size and md5sum),
+# where vm/ntsync_vm/coverage.py turns each into line and branch coverage.  Then, if the
+# host built it, mainline's driver (/mainline.ko) under mainline's kselftest, the same way.
+# /coverage-args: FUZZ_SECONDS, LINEARIZE_SECONDS, CYCLES (shell assignments, coverage.py).
+# shellcheck source=vm/guest/init/lib.sh
+. /lib/init.sh
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+# test-memcg needs cgroup v2
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null || true
+FUZZ_SECONDS=30 LINEARIZE_SECONDS=30 CYCLES=2000
+# shellcheck disable=SC1091 # written by coverage.py
+. /coverage-args
+GCOV=/sys/kernel/debug/gcov
+mark uname "$(uname -m) $(uname -r)"
+[ -w "$GCOV/reset" ] || mark no-gcov "$GCOV/reset is missing: not a CONFIG_GCOV_KERNEL kernel"
+
+# dump GROUP WHERE: the ntsync.gcda under a build folder matching *WHERE* to the console
+dump() {
+	f=$(find "$GCOV" -name ntsync.gcda -path "*$2*" | head -n 1)
+	if [ -z "$f" ]; then
+		mark gcda-missing "$1" "no ntsync.gcda under $GCOV matching *$2*"
+		return
+	fi
+	# one copy, so that the size, the sum and the data are of the same bytes
+	cat "$f" >/tmp/dump.gcda
+	level=$(cut -f 1 /proc/sys/kernel/printk)
+	dmesg -n 1	# no kernel message inside a line of base64
+	mark gcda-begin "$1" "$(wc -c </tmp/dump.gcda)" "$(md5sum </tmp/dump.gcda | cut -d ' ' -f 1)" "$f"
+	base64 /tmp/dump.gcda | while read -r l; do echo "##ntsync## gcda $1 $l"; done
+	mark gcda-end "$1"
+	dmesg -n "$level"
+}
+
+# prog GROUP NAME CMD...: one program of a group, its exit status reported
+prog() {
+	g=$1 n=$2
+	shift 2
+	mark cov-prog-begin "$g" "$n"
+	"$@"
+	mark cov-prog "$g" "$n" $?
+}
+
+# group NAME: the counters reset, then the group's programs (the function group_NAME)
+group() {
+	echo 1 >"$GCOV/reset"
+	mark cov-group "$1"
+	"group_$1"
+	dump "$1" ntsync-cov/module
+}
+
+group_suite64() {
+	for t in /native/test-*; do prog suite64 "${t##*/}" "$t"; done
+}
+group_suite32() {
+	if [ ! -d /compat ]; then mark cov-skip suite32 "no compat programs"; return; fi
+	for t in /compat/test-*; do prog suite32 "${t##*/}" "$t"; done
+}
+group_smoke() {
+	prog smoke ntsync-smoke /native/ntsync-smoke
+}
+group_abuse() {
+	prog abuse ntsync-abuse /native/ntsync-abuse --cycles "$CYCLES" kill-blocked signal-storm close-device emfile cycles
+	[ -d /compat ] && prog abuse ntsync-abuse-32 /compat/ntsync-abuse --cycles $((CYCLES / 10)) kill-blocked \
+		signal-storm close-device emfile cycles
+}
+group_failslab() {
+	prog failslab ntsync-abuse /native/ntsync-abuse failslab
+	[ -d /compat ] && prog failslab ntsync-abuse-32 /compat/ntsync-abuse failslab
+}
+group_fuzz() {
+	prog fuzz ntsync-fuzz-model /native/ntsync-fuzz --model --seconds "$FUZZ_SECONDS" --seed 1
+	prog fuzz ntsync-fuzz-concurrent /native/ntsync-fuzz --concurrent --seconds "$FUZZ_SECONDS" --threads 3 --procs 2 \
+		--seed 1
+	[ -d /compat ] && prog fuzz ntsync-fuzz-model-32 /compat/ntsync-fuzz --model --seconds $((FUZZ_SECONDS / 3 + 1)) \
+		--seed 1
+}
+group_linearize() {
+	prog linearize ntsync-linearize /native/ntsync-linearize --seconds "$LINEARIZE_SECONDS" --procs 2 --threads 2 \
+		--seed 1
+}
+group_differential() {
+	# test-diff compares against mainline's in-tree driver, which a 6.12 kernel has not
+	mark cov-skip differential "needs mainline's in-tree driver (7.x); the gcov kernel is 6.12"
+}
+group_unload() {
+	prog unload rmmod rmmod ntsync
+}
+
+mark cov-group load
+insmod /ntsync.ko && mark dev "$(ls -l /dev/ntsync)"
+mark version "$(cat /sys/module/ntsync/version 2>/dev/null)"
+dump load ntsync-cov/module
+for g in suite64 suite32 smoke abuse failslab fuzz linearize differential; do
+	group $g
+done
+# the module's exit path; gcov keeps an unloaded module's counters (gcov_persist)
+group unload
+mark taint "$(cat /proc/sys/kernel/tainted)"
+
+if [ -f /mainline.ko ]; then
+	echo 1 >"$GCOV/reset"
+	mark cov-group mainline
+	if insmod /mainline.ko; then
+		prog mainline ntsync-selftest /ntsync-selftest
+		prog mainline rmmod rmmod ntsync
+	else
+		mark cov-prog mainline insmod 1
+	fi
+	dump mainline ntsync-cov-mainline
+fi
+mark lockdep "$(grep -E 'debug_locks:' /proc/lockdep_stats 2>/dev/null | tr -s ' ')"
+mark end
+poweroff -f
