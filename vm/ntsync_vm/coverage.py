@@ -250,7 +250,8 @@ def build_mainline(k, work):
         r = roots.in_root(k.root, ["make", "-s", "-C", k.kdir, f"M={MAINLINE_DIR}", "modules"],
                           stdout=lf, stderr=subprocess.STDOUT)
     if r.returncode or not (host_dir / "ntsync.ko").exists():
-        return f"mainline's ntsync.c did not build against 6.12 with the shims; log:\n{logf.read_text(errors='replace')}"
+        return ("mainline's ntsync.c did not build against 6.12 with the shims; log:\n"
+                + logf.read_text(errors="replace"))
     sel = host_dir / "selftest"
     shutil.copytree(src / "tools/testing/selftests", sel / "selftests")
     (sel / "uapi/linux").mkdir(parents=True)
