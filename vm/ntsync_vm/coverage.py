@@ -48,6 +48,7 @@ GROUPS = (
     ("linearize", "ntsync-linearize: concurrent histories checked against the model"),
     ("differential", "test-diff: needs mainline's in-tree driver (7.x), not on the 6.12 gcov kernel"),
     ("unload", "rmmod: the module's exit"),
+    ("initfail", "insmod with its Nth slab allocation failed (fail-nth), N = 1, 2, ... until it loads"),
 )
 MAINLINE = "mainline"
 SOURCE = "ntsync.c"
@@ -382,7 +383,8 @@ def judge(k, text, ours_dir, ml, out):
     marks = console.marks(text)
     rc = 0
     for line in map(console.shown, lines):
-        if re.match(r"^(== (uname|version|dev|cov-group|cov-prog |cov-skip|gcda-missing|no-gcov|lockdep|taint)|"
+        if re.match(r"^(== (uname|version|dev|cov-group|cov-prog |cov-skip|cov-initfail|gcda-missing|no-gcov|lockdep|"
+                    r"taint)|"
                     r"\[  (FAILED|ERROR) |not ok |FAIL )", line):
             print(line)
     progs, skips = program_results(lines)

@@ -90,6 +90,32 @@ group_differential() {
 group_unload() {
 	prog unload rmmod rmmod ntsync
 }
+# insmod with its Nth slab allocation failed (fail-nth, counted from the shell's exec of
+# insmod), N = 1, 2, ... until it loads: the module init's error paths, wherever an
+# allocation of its own or of misc_register() fails
+group_initfail() {
+	fs=/sys/kernel/debug/failslab
+	if [ ! -w "$fs/ignore-gfp-wait" ] || [ ! -w /proc/self/fail-nth ]; then
+		mark cov-skip initfail "no failslab or fail-nth in this kernel"
+		return
+	fi
+	echo N >"$fs/ignore-gfp-wait"
+	echo 0 >"$fs/verbose"
+	n=1
+	while [ "$n" -le 1000 ]; do
+		# shellcheck disable=SC2016 # $1 is the inner shell's
+		if sh -c 'echo "$1" >/proc/self/fail-nth && exec insmod /ntsync.ko' sh "$n" 2>/dev/null; then
+			break
+		fi
+		n=$((n + 1))
+	done
+	if [ -d /sys/module/ntsync ]; then
+		mark cov-initfail "$((n - 1)) loads failed by an injected allocation failure, then load $n succeeded"
+		prog initfail rmmod rmmod ntsync
+	else
+		mark cov-prog initfail insmod 1
+	fi
+}
 
 mark cov-group load
 insmod /ntsync.ko && mark dev "$(ls -l /dev/ntsync)"
@@ -100,6 +126,7 @@ for g in suite64 suite32 smoke abuse failslab fuzz linearize differential; do
 done
 # the module's exit path; gcov keeps an unloaded module's counters (gcov_persist)
 group unload
+group initfail
 mark taint "$(cat /proc/sys/kernel/tainted)"
 
 if [ -f /mainline.ko ]; then
