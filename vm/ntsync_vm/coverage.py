@@ -85,6 +85,18 @@ class FileCov:
         return (sum(1 for n in self.lines.values() if n), len(self.lines),
                 sum(1 for n in self.branches.values() if n), len(self.branches))
 
+    def to_info(self, path):
+        """This file's coverage as an lcov tracefile record of source PATH."""
+        out = ["TN:", f"SF:{path}"]
+        for (ln, block, br), n in sorted(self.branches.items(), key=lambda kv: (kv[0][0], int(kv[0][1]),
+                                                                                 int(kv[0][2]))):
+            out.append(f"BRDA:{ln},{block},{br},{'-' if n is None else n}")
+        lh, lf, bh, bf = self.summary()
+        out += [f"BRF:{bf}", f"BRH:{bh}"]
+        out += [f"DA:{ln},{n}" for ln, n in sorted(self.lines.items())]
+        out += [f"LF:{lf}", f"LH:{lh}", "end_of_record"]
+        return "\n".join(out) + "\n"
+
     def unreached(self):
         """[(line, lines count or None, branches not taken, branches on the line)], by line:
         every line never run and every line with a branch never taken."""
@@ -444,7 +456,8 @@ def judge(k, text, ours_dir, ml, out):
     (out / "unreached.txt").write_text(unreached + "\n")
     report += [f"lines never run and branches never taken in any group ({len(total.unreached())} lines; "
                f"{out / 'unreached.txt'}):", unreached, ""]
-    html = genhtml(k, ours_dir, {"all": "".join(infos.values())}, out, "ntsync.c, all groups")
+    (out / "all.info").write_text(total.to_info(f"{OURS_DIR}/module/{SOURCE}"))
+    html = genhtml(k, ours_dir, {"all": (out / "all.info").read_text()}, out, "ntsync.c, all groups")
     if html:
         report.append(f"HTML: {html}")
     if ml and mainline_cov is not None:

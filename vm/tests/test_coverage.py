@@ -168,6 +168,17 @@ class Tracefiles(unittest.TestCase):
             self.assertEqual(sum(1 for _, n, _, _ in miss if n == 0), lf - lh, p.stem)
             self.assertEqual(sum(m for _, _, m, _ in miss), bf - bh, p.stem)
 
+    def test_the_union_written_as_a_tracefile_reads_back(self):
+        total = coverage.FileCov()
+        for p in DATA.glob("*.info"):
+            total.merge(self.load(p.stem))
+        text = total.to_info("/tmp/ntsync-cov/module/ntsync.c")
+        back = coverage.parse_info(text)
+        self.assertEqual((back.lines, back.branches), (total.lines, total.branches))
+        lh, lf, bh, bf = total.summary()
+        self.assertIn(f"\nLF:{lf}\nLH:{lh}\n", text)
+        self.assertIn(f"\nBRF:{bf}\nBRH:{bh}\n", text)
+
     def test_other_files_are_left_out(self):
         text = ("SF:/usr/src/x/include/linux/list.h\nDA:10,5\nDA:11,0\nend_of_record\n"
                 "SF:/tmp/ntsync-cov/module/ntsync.c\nDA:1,1\nDA:2,0\nBRDA:2,0,0,-\nBRDA:2,0,1,3\nend_of_record\n")
