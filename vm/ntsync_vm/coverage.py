@@ -88,8 +88,10 @@ class FileCov:
     def to_info(self, path):
         """This file's coverage as an lcov tracefile record of source PATH."""
         out = ["TN:", f"SF:{path}"]
-        for (ln, block, br), n in sorted(self.branches.items(), key=lambda kv: (kv[0][0], int(kv[0][1]),
-                                                                                 int(kv[0][2]))):
+        def order(kv):
+            (ln, block, br), _ = kv
+            return ln, int(block), int(br)
+        for (ln, block, br), n in sorted(self.branches.items(), key=order):
             out.append(f"BRDA:{ln},{block},{br},{'-' if n is None else n}")
         lh, lf, bh, bf = self.summary()
         out += [f"BRF:{bf}", f"BRH:{bh}"]
