@@ -88,6 +88,7 @@ class FileCov:
     def to_info(self, path):
         """This file's coverage as an lcov tracefile record of source PATH."""
         out = ["TN:", f"SF:{path}"]
+
         def order(kv):
             (ln, block, br), _ = kv
             return ln, int(block), int(br)
