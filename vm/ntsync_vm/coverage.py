@@ -244,7 +244,7 @@ def build_ours(k, work):
 MAINLINE_KBUILD = """\
 # mainline's drivers/misc/ntsync.c as an out-of-tree module on 6.12 (vm/ntsync-vm coverage)
 obj-m := ntsync.o
-ccflags-y := -include $(src)/mainline-on-6.12.h
+ccflags-y := -include $(src)/tests/coverage/mainline-on-6.12.h
 GCOV_PROFILE := y
 """
 
@@ -260,8 +260,11 @@ def build_mainline(k, work):
     roots.safe_rm(host_dir)
     host_dir.mkdir(parents=True)
     shutil.copy2(src / "drivers/misc/ntsync.c", host_dir / SOURCE)
-    shutil.copy2(REPO / "tests/coverage/mainline-on-6.12.h", host_dir)
-    (host_dir / "ntsync-abi.h").write_bytes((REPO / "include/uapi/linux/ntsync.h").read_bytes())
+    # the shim and the ABI header where they are in this tree: the shim includes the header
+    # by its path relative to itself
+    for f in ("tests/coverage/mainline-on-6.12.h", "include/uapi/linux/ntsync.h"):
+        (host_dir / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / f, host_dir / f)
     (host_dir / "Kbuild").write_text(MAINLINE_KBUILD)
     logf = work / "build-mainline.log"
     with open(logf, "w") as lf:
