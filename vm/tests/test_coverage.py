@@ -41,9 +41,9 @@ class Flavour(unittest.TestCase):
         self.assertEqual(set(kernel.WANTED), {p.stem for p in CONFIG.glob("*.config")} - {"guest"})
 
     def test_gcov_fragment_sets_what_the_build_checks(self):
-        frag = fragment("gcov")
-        for opt in kernel.WANTED["gcov"].split():
-            self.assertEqual(frag.get(opt), "y", f"gcov.config does not set CONFIG_{opt}=y")
+        frag = {**fragment("guest"), **fragment("gcov")}  # merged in this order (kernel.py)
+        for opt in kernel.WANTED["gcov"].split() + kernel.ALWAYS.split():
+            self.assertEqual(frag.get(opt), "y", f"guest.config + gcov.config do not set CONFIG_{opt}=y")
         for opt in ("GCOV_KERNEL", "FAULT_INJECTION", "FAILSLAB", "FAULT_INJECTION_DEBUG_FS", "PROVE_LOCKING",
                     "DEBUG_ATOMIC_SLEEP", "DEBUG_FS"):
             self.assertEqual(frag.get(opt), "y", opt)
