@@ -119,8 +119,8 @@ def main(argv):
     arch = arches.get()
     extra = "".join(f" && make {t}" for t in arch.defconfig_extra)
     base_cfg = BASE.get(fl, "defconfig")
-    say(f"configuring ({arch.kernel_arch} {base_cfg}{''.join(' + ' + t for t in arch.defconfig_extra)} + guest.config + "
-        f"{fl}.config)")
+    extras = "".join(" + " + t for t in arch.defconfig_extra)
+    say(f"configuring ({arch.kernel_arch} {base_cfg}{extras} + guest.config + {fl}.config)")
     in_root(f"cd {TREE} && make {base_cfg}{extra} && "
             f"scripts/kconfig/merge_config.sh -m .config /build/ntsync-{fl}.config && "
             f"./scripts/config --set-str LOCALVERSION '-ntsync-{fl}' --disable LOCALVERSION_AUTO && "
