@@ -95,30 +95,34 @@ group_unload() {
 	prog unload rmmod rmmod ntsync
 }
 # insmod with its Nth slab allocation failed (fail-nth, counted from the shell's exec of
-# insmod), N = 1, 2, ... until it loads: the module init's error paths, wherever an
-# allocation of its own or of misc_register() fails
+# insmod), N = 1, 2, ... until a load in which no allocation was left to fail (failslab's
+# "times" did not move): every allocation of a load in turn, the module init's own and
+# misc_register()'s among them, and so the init's error paths
 group_initfail() {
 	fs=/sys/kernel/debug/failslab
-	if [ ! -w "$fs/ignore-gfp-wait" ] || [ ! -w /proc/self/fail-nth ]; then
+	if [ ! -w "$fs/times" ] || [ ! -w /proc/self/fail-nth ]; then
 		mark cov-skip initfail "no failslab or fail-nth in this kernel"
 		return
 	fi
 	echo N >"$fs/ignore-gfp-wait"
 	echo 0 >"$fs/verbose"
-	n=1
-	while [ "$n" -le 1000 ]; do
+	echo 1000000 >"$fs/times"
+	n=1 failed=0 rc=1
+	while [ "$n" -le 3000 ]; do
+		before=$(cat "$fs/times")
+		rc=0
 		# shellcheck disable=SC2016 # $1 is the inner shell's
-		if sh -c 'echo "$1" >/proc/self/fail-nth && exec insmod /ntsync.ko' sh "$n" 2>/dev/null; then
-			break
-		fi
+		sh -c 'echo "$1" >/proc/self/fail-nth && exec insmod /ntsync.ko' sh "$n" 2>/dev/null || rc=$?
+		after=$(cat "$fs/times")
+		[ "$rc" = 0 ] || failed=$((failed + 1))
+		[ -d /sys/module/ntsync ] && rmmod ntsync
+		[ "$after" = "$before" ] && break
 		n=$((n + 1))
 	done
-	if [ -d /sys/module/ntsync ]; then
-		mark cov-initfail "$((n - 1)) loads failed by an injected allocation failure, then load $n succeeded"
-		prog initfail rmmod rmmod ntsync
-	else
-		mark cov-prog initfail insmod 1
-	fi
+	echo 1 >"$fs/times"
+	mark cov-initfail "$((n - 1)) loads with one allocation failed ($failed of them refused), then load $n with" \
+		"none failed: exit $rc"
+	mark cov-prog initfail last-insmod "$rc"
 }
 
 mark cov-group load
