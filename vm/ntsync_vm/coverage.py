@@ -27,6 +27,7 @@ shows a report (lockdep...), 2 bad usage, 3 infrastructure.
 import argparse
 import base64
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -54,10 +55,27 @@ GROUPS = (
 )
 MAINLINE = "mainline"
 SOURCE = "ntsync.c"
-# Where the module is built in the gcov kernel's root: the .gcda's path in the guest's
-# debugfs is this build folder's, which coverage.sh looks for.
-OURS_DIR = "/tmp/ntsync-cov"
-MAINLINE_DIR = "/tmp/ntsync-cov-mainline"
+# Where the modules are built in the gcov kernel's root, a folder of each run's own (PREFIX-PID:
+# two runs at once must not overwrite each other's .gcno): the .gcda's path in the guest's
+# debugfs is this build folder's, which coverage.sh finds by the prefix.
+OURS_PREFIX = "/tmp/ntsync-cov-ours"
+MAINLINE_PREFIX = "/tmp/ntsync-cov-mainline"
+WORK_PREFIX = "/tmp/ntsync-cov-work"
+
+
+def run_dir(prefix):
+    return f"{prefix}-{os.getpid()}"
+
+
+def restamp(gcda, gcno):
+    """GCDA (bytes) with the stamp of notes file GCNO (bytes): for counters of an earlier
+    build of the same source (--from-console), whose notes are gone; gcov still checks each
+    function's checksums against the notes. The stamp is the third 32-bit word of both."""
+    if len(gcda) < 12 or len(gcno) < 12 or gcda[:4] != b"adcg" or gcno[:4] != b"oncg":
+        raise Failure("not a .gcda and a .gcno of this machine's byte order")
+    return gcda[:8] + gcno[8:12] + gcda[12:]
+
+
 LCOV_RC = ["--rc", "branch_coverage=1"]
 
 
@@ -227,10 +245,11 @@ def gcov_root():
 
 
 def build_ours(k, work):
-    """Our module with GCOV_PROFILE against the gcov kernel, in K's root at OURS_DIR
-    (kept: its ntsync.gcno and ntsync.c are what gcov reads); the .ko copied to WORK."""
+    """Our module with GCOV_PROFILE against the gcov kernel, in K's root at this run's
+    OURS_PREFIX folder (kept until the end: its ntsync.gcno and ntsync.c are what gcov
+    reads); the .ko copied to WORK."""
     logf = work / "build-ours.log"
-    ok, ko = roots.build_module(k.root, k.kdir, logf, dest=OURS_DIR, flags=["W=1"])
+    ok, ko = roots.build_module(k.root, k.kdir, logf, dest=run_dir(OURS_PREFIX), flags=["W=1"])
     if not ok:
         print(logf.read_text(errors="replace"), end="")
         raise Failed(f"the module did not build against the gcov kernel ({k.kdir})")
@@ -256,7 +275,8 @@ def build_mainline(k, work):
         src = boot.mainline_source()
     except Failure as e:
         return f"linux-source-7.3 could not be fetched: {e}"
-    host_dir = Path(str(k.root) + MAINLINE_DIR)
+    mdir = run_dir(MAINLINE_PREFIX)
+    host_dir = Path(str(k.root) + mdir)
     roots.safe_rm(host_dir)
     host_dir.mkdir(parents=True)
     shutil.copy2(src / "drivers/misc/ntsync.c", host_dir / SOURCE)
@@ -268,7 +288,7 @@ def build_mainline(k, work):
     (host_dir / "Kbuild").write_text(MAINLINE_KBUILD)
     logf = work / "build-mainline.log"
     with open(logf, "w") as lf:
-        r = roots.in_root(k.root, ["make", "-s", "-C", k.kdir, f"M={MAINLINE_DIR}", "modules"],
+        r = roots.in_root(k.root, ["make", "-s", "-C", k.kdir, f"M={mdir}", "modules"],
                           stdout=lf, stderr=subprocess.STDOUT)
     if r.returncode or not (host_dir / "ntsync.ko").exists():
         return ("mainline's ntsync.c did not build against 6.12 with the shims; log:\n"
@@ -277,7 +297,7 @@ def build_mainline(k, work):
     shutil.copytree(src / "tools/testing/selftests", sel / "selftests")
     (sel / "uapi/linux").mkdir(parents=True)
     shutil.copy2(REPO / "include/uapi/linux/ntsync.h", sel / "uapi/linux/ntsync.h")
-    d = f"{MAINLINE_DIR}/selftest"
+    d = f"{mdir}/selftest"
     with open(logf, "a") as lf:
         r = roots.in_root(k.root, ["gcc", "-O2", "-static", "-pthread", "-I", f"{d}/uapi", "-I", f"{d}/selftests",
                                    "-o", f"{d}/ntsync-selftest", f"{d}/selftests/drivers/ntsync/ntsync.c"],
@@ -291,16 +311,18 @@ def build_mainline(k, work):
 
 # ------------------------------------------------------------------ gcov and lcov
 
-def lcov_group(k, build_dir, name, data, out):
+def lcov_group(k, build_dir, name, data, out, stamp=False):
     """The lcov tracefile of group NAME's counters DATA (a .gcda), made in K's root beside
-    the build's .gcno: gcov of the kernel's own gcc, through lcov. Saved in OUT/NAME.info."""
-    inside = f"/tmp/ntsync-cov-groups/{build_dir.name}/{name}"
+    the build's .gcno: gcov of the kernel's own gcc, through lcov. Saved in OUT/NAME.info.
+    STAMP: DATA is of an earlier build of the same source (restamp())."""
+    inside = f"{run_dir(WORK_PREFIX)}/groups/{build_dir.name}/{name}"
     host = Path(str(k.root) + inside)
     roots.safe_rm(host)
     host.mkdir(parents=True)
-    (host / "ntsync.gcda").write_bytes(data)
-    shutil.copy2(build_dir / "ntsync.gcno", host / "ntsync.gcno")
+    gcno = (build_dir / "ntsync.gcno").read_bytes()
     (out / f"{name}.gcda").write_bytes(data)
+    (host / "ntsync.gcda").write_bytes(restamp(data, gcno) if stamp else data)
+    (host / "ntsync.gcno").write_bytes(gcno)
     rel = "/" + str(build_dir.relative_to(k.root))
     logf = out / f"{name}.lcov.log"
     with open(logf, "w") as lf:
@@ -317,7 +339,7 @@ def lcov_group(k, build_dir, name, data, out):
 
 def genhtml(k, build_dir, infos, out, title):
     """HTML of the tracefiles INFOS ({name: text}) into OUT/html (genhtml, in K's root)."""
-    inside = f"/tmp/ntsync-cov-html/{build_dir.name}"
+    inside = f"{run_dir(WORK_PREFIX)}/html/{build_dir.name}"
     host = Path(str(k.root) + inside)
     roots.safe_rm(host)
     host.mkdir(parents=True)
@@ -351,7 +373,8 @@ def main(argv):
     ap.add_argument("--linearize-seconds", type=boot.whole, default=60, help="seconds of ntsync-linearize (60)")
     ap.add_argument("--cycles", type=boot.whole, default=2000, help="create/close cycles of ntsync-abuse (2000)")
     ap.add_argument("--no-mainline", action="store_true", help="do not measure mainline's driver and kselftest")
-    ap.add_argument("--from-console", metavar="LOG", help="no guest: analyse the console log of an earlier run")
+    ap.add_argument("--from-console", metavar="LOG", help="no guest: analyse the console log of an earlier run "
+                    "(the modules are built again from this tree: it must be the tree that run measured)")
     o = ap.parse_args(argv)
     require_root("coverage (the module is built in a chroot)")
     arch = arches.get()
@@ -364,41 +387,48 @@ def main(argv):
     artifacts.prune_runs(runs)
     say(f"results in {out}")
     with tempfile.TemporaryDirectory(prefix="ntsync-cov-") as w:
-        work = Path(w)
-        ours_dir = build_ours(k, work)
-        ml = None if o.no_mainline else build_mainline(k, work)
-        if isinstance(ml, str):
-            say(f"mainline's driver is not measured: {ml}")
-            (out / "mainline-not-measured.txt").write_text(ml + "\n")
-        consolef = out / "console.log"
-        if o.from_console:
-            shutil.copy2(o.from_console, consolef)
-            text = consolef.read_text(errors="replace")
-        else:
-            ensure_host_tools([arch.qemu.binary, "busybox", "unshare"])
-            names = arches.static_names(arch)
-            bins = static.build(names)
-            files = {"ntsync.ko": work / "ntsync.ko", "native": bins / names[0],
-                     "coverage-args": f"FUZZ_SECONDS={o.fuzz_seconds} LINEARIZE_SECONDS={o.linearize_seconds} "
-                                      f"CYCLES={o.cycles}\n"}
-            if len(names) > 1:
-                files["compat"] = bins / names[1]
-            if isinstance(ml, tuple):
-                files["mainline.ko"] = ml[0]
-                files["ntsync-selftest"] = ml[1]
-            job = jobs.get("coverage", "initramfs")
-            # find, base64 and md5sum send each group's counters to the host
-            initramfs.build(work / "initrd.gz", *boot.init_files(job, files), busybox=k.busybox,
-                            applets=initramfs.APPLETS + ["find", "base64", "md5sum"])
-            limit = 3 * (o.fuzz_seconds * 2 + o.linearize_seconds) + o.cycles // 20 + job.timeout
-            m = qemu.Machine(console=consolef, arch=arch, name="ntsync-coverage", mem=2048, smp=2,
-                             kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
-                             append=f"{arch.console_arg()} panic=-1 loglevel=4")
-            text, _ = boot.boot(m, limit, who=f"{k.release} (gcov), guest limit {limit} s")
-        return judge(k, text, ours_dir, ml if isinstance(ml, tuple) else None, out)
+        try:
+            return measure(o, k, arch, out, Path(w))
+        finally:
+            for prefix in (OURS_PREFIX, MAINLINE_PREFIX, WORK_PREFIX):
+                roots.safe_rm(Path(str(k.root) + run_dir(prefix)))
 
 
-def judge(k, text, ours_dir, ml, out):
+def measure(o, k, arch, out, work):
+    ours_dir = build_ours(k, work)
+    ml = None if o.no_mainline else build_mainline(k, work)
+    if isinstance(ml, str):
+        say(f"mainline's driver is not measured: {ml}")
+        (out / "mainline-not-measured.txt").write_text(ml + "\n")
+    consolef = out / "console.log"
+    if o.from_console:
+        shutil.copy2(o.from_console, consolef)
+        text = consolef.read_text(errors="replace")
+    else:
+        ensure_host_tools([arch.qemu.binary, "busybox", "unshare"])
+        names = arches.static_names(arch)
+        bins = static.build(names)
+        files = {"ntsync.ko": work / "ntsync.ko", "native": bins / names[0],
+                 "coverage-args": f"FUZZ_SECONDS={o.fuzz_seconds} LINEARIZE_SECONDS={o.linearize_seconds} "
+                                  f"CYCLES={o.cycles}\n"}
+        if len(names) > 1:
+            files["compat"] = bins / names[1]
+        if isinstance(ml, tuple):
+            files["mainline.ko"] = ml[0]
+            files["ntsync-selftest"] = ml[1]
+        job = jobs.get("coverage", "initramfs")
+        # find, base64 and md5sum send each group's counters to the host
+        initramfs.build(work / "initrd.gz", *boot.init_files(job, files), busybox=k.busybox,
+                        applets=initramfs.APPLETS + ["find", "base64", "md5sum"])
+        limit = 3 * (o.fuzz_seconds * 2 + o.linearize_seconds) + o.cycles // 20 + job.timeout
+        m = qemu.Machine(console=consolef, arch=arch, name="ntsync-coverage", mem=2048, smp=2,
+                         kernel=k.vmlinuz, initrd=work / "initrd.gz", rng=False, nice=10,
+                         append=f"{arch.console_arg()} panic=-1 loglevel=4")
+        text, _ = boot.boot(m, limit, who=f"{k.release} (gcov), guest limit {limit} s")
+    return judge(k, text, ours_dir, ml if isinstance(ml, tuple) else None, out, stamp=bool(o.from_console))
+
+
+def judge(k, text, ours_dir, ml, out, stamp=False):
     lines = console.clean_lines(text)
     marks = console.marks(text)
     rc = 0
@@ -434,7 +464,7 @@ def judge(k, text, ours_dir, ml, out):
             rows.append((name, None, "no counters came back"))
             rc = 1
             continue
-        info = lcov_group(k, ours_dir, name, dumps[name], out)
+        info = lcov_group(k, ours_dir, name, dumps[name], out, stamp)
         cov = parse_info(info)
         if cov is None:
             raise Failure(f"group {name}: lcov's tracefile has no {SOURCE} (see {out / (name + '.info')})")
@@ -450,7 +480,7 @@ def judge(k, text, ours_dir, ml, out):
     mainline_cov = None
     if ml:
         if MAINLINE in dumps:
-            minfo = lcov_group(k, ml[2], MAINLINE, dumps[MAINLINE], out)
+            minfo = lcov_group(k, ml[2], MAINLINE, dumps[MAINLINE], out, stamp)
             mainline_cov = parse_info(minfo)
             sel = [p for p in progs if p[0] == MAINLINE]
             rows.append(("mainline", mainline_cov, "mainline's ntsync.c (7.3) under mainline's kselftest: "
@@ -463,7 +493,7 @@ def judge(k, text, ours_dir, ml, out):
     (out / "unreached.txt").write_text(unreached + "\n")
     report += [f"lines never run and branches never taken in any group ({len(total.unreached())} lines; "
                f"{out / 'unreached.txt'}):", unreached, ""]
-    (out / "all.info").write_text(total.to_info(f"{OURS_DIR}/module/{SOURCE}"))
+    (out / "all.info").write_text(total.to_info(str(ours_dir / SOURCE)[len(str(k.root)):]))
     html = genhtml(k, ours_dir, {"all": (out / "all.info").read_text()}, out, "ntsync.c, all groups")
     if html:
         report.append(f"HTML: {html}")

@@ -17,6 +17,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "vm"))
 
 from ntsync_vm import boot, coverage, jobs, kernel  # noqa: E402
+from ntsync_vm.util import Failure  # noqa: E402
 
 DATA = HERE / "test_data" / "coverage"
 CONFIG = REPO / "tests" / "debug-kernel" / "config"
@@ -74,9 +75,19 @@ class GuestScript(unittest.TestCase):
 
     def test_the_guest_looks_for_the_build_folders_the_host_uses(self):
         script = jobs.get("coverage", "initramfs").script.read_text()
-        self.assertIn(coverage.OURS_DIR.rsplit("/", 1)[1] + "/module", script)
-        self.assertIn(coverage.MAINLINE_DIR.rsplit("/", 1)[1], script)
-        self.assertNotIn(coverage.MAINLINE_DIR.rsplit("/", 1)[1], coverage.OURS_DIR + "/module")
+        ours, mainline = (p.rsplit("/", 1)[1] + "-" for p in (coverage.OURS_PREFIX, coverage.MAINLINE_PREFIX))
+        self.assertIn(f'dump "$1" {ours}\n', script)
+        self.assertIn(f"dump mainline {mainline}\n", script)
+        # neither finds the other's counters
+        self.assertNotIn(ours, coverage.run_dir(coverage.MAINLINE_PREFIX))
+        self.assertNotIn(mainline, coverage.run_dir(coverage.OURS_PREFIX))
+
+    def test_restamp(self):
+        gcda = b"adcg" + b"B14*" + b"\x01\x02\x03\x04" + b"rest"
+        gcno = b"oncg" + b"B14*" + b"\x09\x08\x07\x06" + b"notes"
+        self.assertEqual(coverage.restamp(gcda, gcno), b"adcgB14*\x09\x08\x07\x06rest")
+        with self.assertRaises(Failure):
+            coverage.restamp(gcno, gcda)
 
 
 def dump_lines(group, data, size=None, md5=None, chunk=76):

@@ -50,7 +50,7 @@ group() {
 	echo 1 >"$GCOV/reset"
 	mark cov-group "$1"
 	"group_$1"
-	dump "$1" ntsync-cov/module
+	dump "$1" ntsync-cov-ours-
 }
 
 # the suite without test-diff, which is a group of its own
@@ -128,7 +128,7 @@ group_initfail() {
 mark cov-group load
 insmod /ntsync.ko && mark dev "$(ls -l /dev/ntsync)"
 mark version "$(cat /sys/module/ntsync/version 2>/dev/null)"
-dump load ntsync-cov/module
+dump load ntsync-cov-ours-
 for g in suite64 suite32 smoke abuse failslab fuzz linearize differential; do
 	group $g
 done
@@ -146,7 +146,7 @@ if [ -f /mainline.ko ]; then
 	else
 		mark cov-prog mainline insmod 1
 	fi
-	dump mainline ntsync-cov-mainline
+	dump mainline ntsync-cov-mainline-
 fi
 mark lockdep "$(grep -E 'debug_locks:' /proc/lockdep_stats 2>/dev/null | tr -s ' ')"
 mark end
