@@ -28,7 +28,7 @@ WANTED = {
              "FAULT_INJECTION_DEBUG_FS",
     "kcsan": "KCSAN KCSAN_INTERRUPT_WATCHER DEBUG_ATOMIC_SLEEP",
     "gcov": "GCOV_KERNEL FAULT_INJECTION FAILSLAB FAULT_INJECTION_DEBUG_FS PROVE_LOCKING DEBUG_ATOMIC_SLEEP "
-            "SMP ACPI BLK_DEV_INITRD BINFMT_SCRIPT IA32_EMULATION PROC_FS UNIX MEMCG HIGH_RES_TIMERS",
+            "SMP ACPI BLK_DEV_INITRD BINFMT_SCRIPT IA32_EMULATION COMPAT_32BIT_TIME PROC_FS UNIX MEMCG HIGH_RES_TIMERS",
 }
 # The configuration a flavour starts from before the architecture's extras (kvm_guest.config),
 # guest.config and its fragment: defconfig, unless the flavour names a leaner one. The gcov
