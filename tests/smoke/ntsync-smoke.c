@@ -420,27 +420,72 @@ static void test_lifetime(void)
 	close(s);
 }
 
-/* This project's module (it has a version) shows state in fdinfo. */
+/* The fdinfo text of descriptor @fd into @buf (size 512); its length, or -1. */
+static int read_fdinfo(int fd, char *buf)
+{
+	char path[64];
+	int f, n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY);
+	n = f < 0 ? -1 : read(f, buf, 511);
+	buf[n > 0 ? n : 0] = 0;
+	if (f >= 0)
+		close(f);
+	return n;
+}
+
+/*
+ * This project's module (it has a version) shows state in fdinfo: each
+ * kind's lines, and the waiters queued on the object (an abandoned mutex, an
+ * event with a wait-any queued on it: module/README.md, "Coverage").
+ */
 static void test_fdinfo(void)
 {
-	char path[64], buf[512];
-	int s, fd, n;
+	struct waiter w = { .cmd = NTSYNC_IOC_WAIT_ANY, .owner = 1 };
+	char buf[512];
+	int s, m, e, i;
+	uint32_t owner = 3, prev;
+	pthread_t t;
 
 	if (access("/sys/module/ntsync/version", F_OK)) {
 		printf("skip fdinfo: not this project's module\n");
 		return;
 	}
 	s = sem(2, 7);
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", s);
-	fd = open(path, O_RDONLY);
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	CHECK(n > 0, "read %s", path);
-	buf[n > 0 ? n : 0] = 0;
+	CHECK(read_fdinfo(s, buf) > 0, "read fdinfo of a semaphore");
 	CHECK(strstr(buf, "ntsync-type:\tsemaphore\ncount:\t2\nmax:\t7\n") != NULL,
 	      "fdinfo: %s", buf);
-	if (fd >= 0)
-		close(fd);
 	close(s);
+
+	m = mtx(3, 2);
+	CHECK(read_fdinfo(m, buf) > 0, "read fdinfo of a mutex");
+	CHECK(strstr(buf, "ntsync-type:\tmutex\nowner:\t3\ncount:\t2\nabandoned:\t0\n") != NULL,
+	      "fdinfo: %s", buf);
+	EXPECT(io(m, NTSYNC_IOC_MUTEX_KILL, &owner), 0);
+	CHECK(read_fdinfo(m, buf) > 0, "read fdinfo of a mutex");
+	CHECK(strstr(buf, "ntsync-type:\tmutex\nowner:\t0\ncount:\t0\nabandoned:\t1\n") != NULL,
+	      "fdinfo of an abandoned mutex: %s", buf);
+	close(m);
+
+	e = evt(1, 0);
+	CHECK(read_fdinfo(e, buf) > 0, "read fdinfo of an event");
+	CHECK(strstr(buf, "ntsync-type:\tevent\nmanual:\t1\nsignaled:\t0\n") != NULL &&
+	      strstr(buf, "waiters-any:\t0\nwaiters-all:\t0\n") != NULL, "fdinfo: %s", buf);
+	/* a wait-any queued on the event shows as its waiter until the set */
+	w.fd = e;
+	pthread_create(&t, NULL, waiter_thread, &w);
+	for (i = 0; i < 500; i++) {
+		if (read_fdinfo(e, buf) > 0 && strstr(buf, "waiters-any:\t1\n"))
+			break;
+		usleep(10000);
+	}
+	CHECK(strstr(buf, "waiters-any:\t1\nwaiters-all:\t0\n") != NULL,
+	      "fdinfo with a wait-any queued: %s", buf);
+	EXPECT(io(e, NTSYNC_IOC_EVENT_SET, &prev), 0);
+	pthread_join(t, NULL);
+	CHECK(w.ret == 0 && w.index == 0, "the queued wait-any: %d index %u", w.ret, w.index);
+	close(e);
 }
 
 int main(void)

@@ -114,14 +114,17 @@ group_initfail() {
 		# shellcheck disable=SC2016 # $1 is the inner shell's
 		sh -c 'echo "$1" >/proc/self/fail-nth && exec insmod /ntsync.ko' sh "$n" 2>/dev/null || rc=$?
 		after=$(cat "$fs/times")
-		[ "$rc" = 0 ] || failed=$((failed + 1))
-		[ -d /sys/module/ntsync ] && rmmod ntsync
+		if [ -d /sys/module/ntsync ]; then
+			rmmod ntsync
+		else
+			failed=$((failed + 1))
+		fi
 		[ "$after" = "$before" ] && break
 		n=$((n + 1))
 	done
 	echo 1 >"$fs/times"
-	mark cov-initfail "$((n - 1)) loads with one allocation failed ($failed of them refused), then load $n with" \
-		"none failed: exit $rc"
+	mark cov-initfail "$((n - 1)) loads with one allocation failed ($failed of them left no module), then load" \
+		"$n with none failed: exit $rc"
 	mark cov-prog initfail last-insmod "$rc"
 }
 
