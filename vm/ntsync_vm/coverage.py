@@ -61,6 +61,7 @@ SOURCE = "ntsync.c"
 OURS_PREFIX = "/tmp/ntsync-cov-ours"
 MAINLINE_PREFIX = "/tmp/ntsync-cov-mainline"
 WORK_PREFIX = "/tmp/ntsync-cov-work"
+CLEANUP = []  # build folders of an earlier run made again (--from-console), removed at the end
 
 
 def run_dir(prefix):
@@ -220,6 +221,18 @@ def gcda_dumps(lines):
     return dumps, bad
 
 
+def recorded_dirs(lines):
+    """{group: the build folder (in the kernel's root) whose ntsync.gcda the guest sent}, from
+    the gcda-begin markers' debugfs paths."""
+    out = {}
+    for mk in filter(None, map(console.parse_mark, lines)):
+        if mk[0] == "gcda-begin":
+            f = mk[1].split()
+            if len(f) >= 4 and f[3].startswith("/sys/kernel/debug/gcov/") and f[3].endswith("/ntsync.gcda"):
+                out[f[0]] = f[3][len("/sys/kernel/debug/gcov"):-len("/ntsync.gcda")]
+    return out
+
+
 def program_results(lines):
     """[(group, program, exit status)] of the cov-prog markers, and {group: why skipped}."""
     progs, skips = [], {}
@@ -244,12 +257,15 @@ def gcov_root():
     return k
 
 
-def build_ours(k, work):
+def build_ours(k, work, dest=None):
     """Our module with GCOV_PROFILE against the gcov kernel, in K's root at this run's
     OURS_PREFIX folder (kept until the end: its ntsync.gcno and ntsync.c are what gcov
     reads); the .ko copied to WORK."""
     logf = work / "build-ours.log"
-    ok, ko = roots.build_module(k.root, k.kdir, logf, dest=run_dir(OURS_PREFIX), flags=["W=1"])
+    dest = dest or run_dir(OURS_PREFIX)
+    if dest.endswith("/module"):
+        dest = dest[:-len("/module")]
+    ok, ko = roots.build_module(k.root, k.kdir, logf, dest=dest, flags=["W=1"])
     if not ok:
         print(logf.read_text(errors="replace"), end="")
         raise Failed(f"the module did not build against the gcov kernel ({k.kdir})")
@@ -268,14 +284,14 @@ GCOV_PROFILE := y
 """
 
 
-def build_mainline(k, work):
+def build_mainline(k, work, mdir=None):
     """Mainline's driver and kselftest from linux-source-7.3, built in K's root: (ko,
     selftest binary, build folder in the root), or a reason why not (a str)."""
     try:
         src = boot.mainline_source()
     except Failure as e:
         return f"linux-source-7.3 could not be fetched: {e}"
-    mdir = run_dir(MAINLINE_PREFIX)
+    mdir = mdir or run_dir(MAINLINE_PREFIX)
     host_dir = Path(str(k.root) + mdir)
     roots.safe_rm(host_dir)
     host_dir.mkdir(parents=True)
@@ -392,11 +408,22 @@ def main(argv):
         finally:
             for prefix in (OURS_PREFIX, MAINLINE_PREFIX, WORK_PREFIX):
                 roots.safe_rm(Path(str(k.root) + run_dir(prefix)))
+            for d in CLEANUP:
+                roots.safe_rm(Path(str(k.root) + d))
 
 
 def measure(o, k, arch, out, work):
-    ours_dir = build_ours(k, work)
-    ml = None if o.no_mainline else build_mainline(k, work)
+    # --from-console: the modules are built again where that run built them, so that gcov's
+    # per-function checksums (which include the source's path) match its counters
+    recorded = recorded_dirs(console.clean_lines(Path(o.from_console).read_text(errors="replace"))) \
+        if o.from_console else {}
+    ours_rec = next((d for g, d in recorded.items() if g != MAINLINE), None)
+    for d in (ours_rec, recorded.get(MAINLINE)):
+        if d and not re.fullmatch(r"/tmp/ntsync-cov-(ours|mainline)-[0-9]+(/module)?", d):
+            raise Usage(f"--from-console: the run built in {d}, not a folder of this tool's (an older run?)")
+    CLEANUP.extend(d for d in (ours_rec, recorded.get(MAINLINE)) if d)
+    ours_dir = build_ours(k, work, ours_rec)
+    ml = None if o.no_mainline else build_mainline(k, work, recorded.get(MAINLINE))
     if isinstance(ml, str):
         say(f"mainline's driver is not measured: {ml}")
         (out / "mainline-not-measured.txt").write_text(ml + "\n")
@@ -468,6 +495,9 @@ def judge(k, text, ours_dir, ml, out, stamp=False):
         cov = parse_info(info)
         if cov is None:
             raise Failure(f"group {name}: lcov's tracefile has no {SOURCE} (see {out / (name + '.info')})")
+        if not cov.summary()[0]:
+            raise Failure(f"group {name}: gcov counted no line at all: its counters do not belong to this "
+                          f"build's notes ({ours_dir / 'ntsync.gcno'}), a different build of the module")
         infos[name] = info
         nfail = sum(1 for g, _, _ in failed if g == name)
         rows.append((name, cov, what + (f"; {nfail} FAILED" if nfail else "")))

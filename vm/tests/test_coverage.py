@@ -122,6 +122,13 @@ class Console(unittest.TestCase):
         dumps, bad = coverage.gcda_dumps(dump_lines("load", b"x" * 99)[:-1])
         self.assertEqual((dumps, bad), ({}, {}))
 
+    def test_recorded_build_folders(self):
+        lines = ["##ntsync## gcda-begin load 10 x /sys/kernel/debug/gcov/tmp/ntsync-cov-ours-42/module/ntsync.gcda",
+                 "##ntsync## gcda-begin mainline 10 x /sys/kernel/debug/gcov/tmp/ntsync-cov-mainline-42/ntsync.gcda",
+                 "##ntsync## gcda-begin odd 10 x /elsewhere/ntsync.gcda"]
+        self.assertEqual(coverage.recorded_dirs(lines), {"load": "/tmp/ntsync-cov-ours-42/module",
+                                                         "mainline": "/tmp/ntsync-cov-mainline-42"})
+
     def test_program_results(self):
         lines = ["##ntsync## cov-prog suite64 test-sem 0", "##ntsync## cov-prog failslab ntsync-abuse 1",
                  "##ntsync## cov-skip differential needs mainline's in-tree driver (7.x)"]
