@@ -522,10 +522,10 @@ static long get_long(const char *path)
 	return strtol(buf, NULL, 10);
 }
 
-enum fs_op { FS_SEM, FS_MUTEX, FS_EVENT, FS_ANY, FS_ALL, FS_RELEASE, FS_ANY_BIG, FS_ALL_BIG, FS_NOPS };
+enum fs_op { FS_SEM, FS_MUTEX, FS_EVENT, FS_ANY, FS_ALL, FS_RELEASE, FS_ANY_BIG, FS_ALL_BIG, FS_OPEN, FS_NOPS };
 static const char *const fs_names[] = {
 	"CREATE_SEM", "CREATE_MUTEX", "CREATE_EVENT", "WAIT_ANY", "WAIT_ALL", "SEM_RELEASE",
-	"WAIT_ANY of 12 that must queue", "WAIT_ALL of 12",
+	"WAIT_ANY of 12 that must queue", "WAIT_ALL of 12", "open of the device",
 };
 
 /*
@@ -610,6 +610,7 @@ static int test_failslab(void)
 			case FS_ALL: ret = wait_objs(dev, true, objs, 3, 7, 0, 0, &idx); break;
 			case FS_ANY_BIG: ret = wait_objs(dev, false, big, FS_BIG, 7, mono_ns() + NS / 20, 0, &idx); break;
 			case FS_ALL_BIG: ret = wait_objs(dev, true, big, FS_BIG, 7, 0, 0, &idx); break;
+			case FS_OPEN: ret = open(device_path, O_RDWR | O_CLOEXEC); ret = ret < 0 ? -errno : ret; break;
 			default: ret = xioctl(objs[0], NTSYNC_IOC_SEM_RELEASE, &n); break;
 			}
 			if (pwrite(mif, "0", 1, 0) != 1)
@@ -631,7 +632,7 @@ static int test_failslab(void)
 			else if (ret < 0 && !clean)
 				tfail("%s with a failed allocation after %ld bytes: %s (want ENOMEM or success)",
 				      fs_names[op], space, strerror((int)-ret));
-			if (op <= FS_EVENT) {
+			if (op <= FS_EVENT || op == FS_OPEN) {
 				if (ret >= 0)
 					close((int)ret);
 				else

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import arches, console, gates, initramfs, jobs, qemu, roots, run, static, suites
 from .util import MIRROR, REPO, VM_DIR, Failed, Failure, Usage, cache, ensure_host_tools, require_root, say
 
-DEBUG_FLAVOURS = ("debug", "kcsan")
+DEBUG_FLAVOURS = ("debug", "kcsan", "gcov")
 DEBUG_TREE = "/build/linux-source-6.12"
 
 INIT_DIR = VM_DIR / "guest" / "init"

@@ -16,7 +16,8 @@ SUBCOMMANDS = f"""more subcommands (each has --help):
   kroot [--cross] SUITE          print the path of SUITE's kernel (or cross) root (built when missing)
   in-root SUITE -- CMD...        run CMD in SUITE's kernel root (chroot, private namespaces)
   boot [KERNEL] --job {BOOT_JOBS}   a kernel booted with an initramfs job
-  build-kernel --flavour debug|kcsan              the debug kernels of boot --job fuzz
+  build-kernel --flavour debug|kcsan|gcov         the debug kernels of boot --job fuzz, coverage's
+  coverage [--no-mainline]       line and branch coverage of module/ntsync.c per test group (gcov kernel)
   lifecycle [--suite S]          the package's autopkgtests (debian/tests) in a cloud guest
   repo [--out DIR]               our packages as an apt repository signed by the (test) archive key
   piuparts [SUITE...]            piuparts: install/purge and upgrade from the previous version, chroots
@@ -95,6 +96,9 @@ def main(argv):
         if sub == "build-kernel":
             from . import kernel
             return kernel.main(argv[1:])
+        if sub == "coverage":
+            from . import coverage
+            return coverage.main(argv[1:])
         if sub == "wine":
             from . import wine
             return wine.main(argv[1:])

@@ -27,8 +27,9 @@ from .util import VM_DIR, Usage
 
 KINDS = ("cloud", "initramfs", "testbed", "scenario", "command", "host", "tool")
 # Default suites by role, resolved by suites.default_for(): the default suite, the first one
-# with the in-tree driver (bench compares both), the debug kernel of build-kernel.
-ROLES = ("default", "in-tree", "debug")
+# with the in-tree driver (bench compares both), the debug kernel of build-kernel, its gcov
+# kernel (coverage).
+ROLES = ("default", "in-tree", "debug", "gcov")
 # What a job's input carries besides the job's script:
 #   debs     our packages (apt installs them; DKMS builds the module in the guest)
 #   compat   the suite as static programs of the architecture's compat ABI (arches.py)
@@ -105,6 +106,9 @@ JOBS = (
     Job("fuzz", "initramfs", "tests/fuzz/guest-abuse.sh: the fuzzers, the abuse tests, the linearizability "
         "checker, 64-bit and compat, optionally the suite and (--memcg) the concurrent fuzzer at a memory "
         "cgroup's limit", default="debug", needs=("module", "static")),
+    Job("coverage", "initramfs", "line and branch coverage of module/ntsync.c per test group on the gcov kernel, "
+        "and mainline's driver under its kselftest (ntsync-vm coverage)", default="gcov", timeout=3600,
+        needs=("module", "static", "compat"), cli=False),
     Job("upstream", "initramfs", "mainline's driver from linux-source-7.3 as shipped and with upstream/'s "
         "series, each judged by the selftest with the series' new cases and our suite (NTSYNC_STRICT=1)",
         default="trixie-backports", timeout=1800, needs=("static",)),

@@ -1,10 +1,12 @@
-"""`ntsync-vm build-kernel --flavour debug|kcsan`: a debug kernel for the boot jobs, built from
+"""`ntsync-vm build-kernel --flavour debug|kcsan|gcov`: a debug kernel for the boot jobs, built from
 Debian trixie's linux-source-6.12 with a small guest configuration
 (tests/debug-kernel/config/guest.config) plus the flavour's fragment, packaged with
 `make bindeb-pkg`:
   debug  lockdep, KASAN, kmemleak, debug-objects, failslab (config/debug.config)
   kcsan  the kernel concurrency sanitizer (config/kcsan.config); KCSAN and KASAN exclude
          each other, so it is a kernel of its own
+  gcov   CONFIG_GCOV_KERNEL (only objects that ask for it are instrumented), failslab,
+         lockdep (config/gcov.config): the kernel of `ntsync-vm coverage`
 The build runs in a trixie root (roots.mmdebstrap), with trixie's gcc-14, the compiler DKMS
 uses in a trixie guest. Everything goes to $NTSYNC_CACHE/FLAVOUR-kernel/: root/ (the build
 root, the tree in root/build/linux-source-6.12), debs/, build.log, stamp. Both age under the
@@ -25,6 +27,17 @@ WANTED = {
     "debug": "PROVE_LOCKING DEBUG_ATOMIC_SLEEP KASAN DEBUG_KMEMLEAK DEBUG_OBJECTS FAULT_INJECTION FAILSLAB "
              "FAULT_INJECTION_DEBUG_FS",
     "kcsan": "KCSAN KCSAN_INTERRUPT_WATCHER DEBUG_ATOMIC_SLEEP",
+    "gcov": "GCOV_KERNEL FAULT_INJECTION FAILSLAB FAULT_INJECTION_DEBUG_FS PROVE_LOCKING DEBUG_ATOMIC_SLEEP "
+            "SMP ACPI BLK_DEV_INITRD BINFMT_SCRIPT IA32_EMULATION COMPAT_32BIT_TIME PROC_FS UNIX MEMCG HIGH_RES_TIMERS",
+}
+# The configuration a flavour starts from before the architecture's extras (kvm_guest.config),
+# guest.config and its fragment: defconfig, unless the flavour names a leaner one. The gcov
+# kernel is allnoconfig plus what the initramfs guest and the tests use (its fragment): a
+# third of defconfig's objects, so that it builds in minutes on two shared cores.
+BASE = {"gcov": "allnoconfig"}
+# Options a flavour must not end up with (olddefconfig could switch them on by a select).
+UNWANTED = {
+    "gcov": "GCOV_PROFILE_ALL KASAN",
 }
 ALWAYS = "DEBUG_FS TIME_NS USER_NS DEVTMPFS EXT4_FS VIRTIO_BLK 9P_FS MODULE_UNLOAD"
 PACKAGES = ["build-essential", "bc", "bison", "flex", "libelf-dev", "libssl-dev", "kmod", "cpio", "rsync",
@@ -105,9 +118,10 @@ def main(argv):
                    + (REPO / f"tests/debug-kernel/config/{fl}.config").read_text())
     arch = arches.get()
     extra = "".join(f" && make {t}" for t in arch.defconfig_extra)
-    say(f"configuring ({arch.kernel_arch} defconfig{''.join(' + ' + t for t in arch.defconfig_extra)} + guest.config + "
-        f"{fl}.config)")
-    in_root(f"cd {TREE} && make defconfig{extra} && "
+    base_cfg = BASE.get(fl, "defconfig")
+    extras = "".join(" + " + t for t in arch.defconfig_extra)
+    say(f"configuring ({arch.kernel_arch} {base_cfg}{extras} + guest.config + {fl}.config)")
+    in_root(f"cd {TREE} && make {base_cfg}{extra} && "
             f"scripts/kconfig/merge_config.sh -m .config /build/ntsync-{fl}.config && "
             f"./scripts/config --set-str LOCALVERSION '-ntsync-{fl}' --disable LOCALVERSION_AUTO && "
             "make olddefconfig", "configuration")
@@ -115,6 +129,10 @@ def main(argv):
     missing = [opt for opt in (WANTED[fl] + " " + ALWAYS).split() if f"CONFIG_{opt}=y" not in config]
     if missing:
         raise Failure(f"the configuration lost: {' '.join(missing)} (see {root}{TREE}/.config)", 1)
+    extra_on = [opt for opt in UNWANTED.get(fl, "").split() if f"CONFIG_{opt}=y" in config]
+    if extra_on:
+        raise Failure(f"the {fl} configuration has {' '.join(extra_on)} switched on, which it must not "
+                      f"(see {root}{TREE}/.config and tests/debug-kernel/config/{fl}.config)", 1)
     say(f"building with {o.jobs} jobs under nice -n 19 (this takes a while)")
     bstart = time.time()
     in_root(f"cd {TREE} && nice -n 19 make -j{o.jobs} bindeb-pkg KDEB_PKGVERSION={srcver}+ntsync{fl}1 "

@@ -141,6 +141,14 @@ def _add_missing(name, root, packages, logf):
         raise Failure(f"could not add {' '.join(missing)} to {root} (log {logf}); remove the root and rerun")
 
 
+def add_packages(root, packages, what):
+    """Install PACKAGES into the existing root ROOT (WHAT names it) unless they are there:
+    for a tool that one command adds to a root built by another (lcov in the gcov kernel's
+    build root), without making the root again."""
+    root = Path(root)
+    _add_missing(what, root, packages, root.parent / "logs" / f"{root.name}-root.log")
+
+
 def kroot(suite, arch=None):
     """The kernel root of SUITE for ARCH (kroot_dir()): the suite's kernel and its headers
     with the compiler they were built with; built when missing or stale."""
