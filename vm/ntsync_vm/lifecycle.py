@@ -308,6 +308,7 @@ def run_lifecycle(req):
 
 # ------------------------------------------------------------------ the scenarios
 
+NEXT_RELEASE = {"bookworm": "trixie"}   # the release upgrade a scenario lives: from -> to
 NEXT_SUFFIX = "+test1"   # the newer version a scenario upgrades to: VERSION+test1, built from this tree
 
 
@@ -402,10 +403,20 @@ def run_scenario(req, job, debs, next_debs):
     work.mkdir(parents=True)
     for oldrun in sorted(work.parent.iterdir(), key=lambda p: p.stat().st_mtime)[:-12]:
         shutil.rmtree(oldrun, ignore_errors=True)
-    repos = {"repo": repo.build(work / "repo", debs, [suite], [arch.name])}
+    spec = suites.SUITES[suite]
     env = {"SCENARIO": job.name, "SUITE": suite, "VERSION": repo_version(), "CONSOLE": arch.console,
            "NET": int("archive" in job.needs)}
-    spec = suites.SUITES[suite]
+    dists = [suite]
+    if "next-release" in job.needs:
+        # The release after SUITE's: the same packages in our repository for both, as a
+        # user's repository has them, and the sources changed from one to the other.
+        to = NEXT_RELEASE.get(spec.release)
+        if not to or spec.pin:
+            raise Usage(f"scenario {job.name} moves {', '.join(NEXT_RELEASE)} to the next release; "
+                        f"{suite} is not one of those (use --suite {next(iter(NEXT_RELEASE))})")
+        env["TO_SUITE"] = to
+        dists.append(to)
+    repos = {"repo": repo.build(work / "repo", debs, dists, [arch.name])}
     if "pinned-kernel" in job.needs:
         # A newer kernel of the same release from a pinned suite row (trixie-backports'
         # 7.x): its extra sources and packages, as the suite table says them.
