@@ -14,10 +14,11 @@
 #             configured (dpkg --audit), ours goes on working on the old kernel
 #   build_fails another fault: the hold lifted and ours made not to compile (an
 #             #error in the installed source); apt upgrade brings the headers
-#             and DKMS's build fails: what apt and dpkg say, whether the
-#             kernel's packages are left configured (dpkg --audit), ours goes
-#             on working on the old kernel; the source repaired, the fix the
-#             user is told (dpkg --configure -a) builds ours
+#             and the build fails: our hook (/etc/kernel/header_postinst.d/
+#             00ntsync-dkms) says so and how to retry, apt exits 0, the
+#             kernel's packages are configured (dpkg --audit), ours goes on
+#             working on the old kernel; the source repaired, the command the
+#             user was told (dkms install ntsync/VERSION -k NEW) builds ours
 #   upgrade   apt upgrade: nothing broken is left, DKMS has ours for the new
 #             kernel, no error; reboot into it
 #   new       ours loaded at boot, the conformance suite (ntsync-run-tests)
@@ -120,6 +121,9 @@ step_build_fails() {
 	check fail-make-log "the build's log names the cause: $(grep -m1 -o 'error: #error.*' \
 		"/var/lib/dkms/ntsync/$VERSION/build/make.log" 2>/dev/null)" \
 		grep -q 'made not to compile' "/var/lib/dkms/ntsync/$VERSION/build/make.log"
+	check fail-said "ours said the build failed, that $new installs without it, and how to retry" \
+		sh -c "grep -Fq 'ntsync-dkms: Linux $new: building ntsync $VERSION failed' '$ST/build-fails.out' &&
+			grep -Fq 'dkms install ntsync/$VERSION -k $new' '$ST/build-fails.out'"
 	check fail-apt-exit "apt upgrade finished with exit 0 (a failed module build is no failed upgrade): exit $rc" \
 		test "$rc" = 0
 	shown dpkg --audit
@@ -127,17 +131,18 @@ step_build_fails() {
 		test ! -s "$ST/last.out"
 	check fail-old-works "ours goes on working on $old (loaded: $(loaded_version))" \
 		sh -c "test '$(loaded_version)' = '$VERSION' && ntsync-info | grep -q '^verdict: WORKING'"
-	# the source repaired (a fixed package would bring it); the fix the user is told
+	# the source repaired (a fixed package would bring it); then what the user was told
 	cp "$ST/ntsync.c.orig" "$src"
-	shown dpkg --configure -a
-	rc=$?
-	check fail-fixed-configure "the source repaired: dpkg --configure -a: exit $rc" test "$rc" = 0
-	if ! ls /lib/modules/"$new"/updates/dkms/ntsync.ko* >/dev/null 2>&1; then
-		# nothing was left half-configured, so nothing ran DKMS again: the other fix
-		shown dkms autoinstall -k "$new"
+	if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+		shown dpkg --configure -a
 		rc=$?
-		check fail-fixed-autoinstall "dkms autoinstall -k $new: exit $rc" test "$rc" = 0
+		check fail-fixed-configure "the source repaired: dpkg --configure -a: exit $rc" test "$rc" = 0
 	fi
+	shown dkms install "ntsync/$VERSION" -k "$new"
+	rc=$?
+	check fail-fixed-install "the source repaired: dkms install ntsync/$VERSION -k $new: exit $rc" test "$rc" = 0
+	check fail-fixed-module "the module file: /lib/modules/$new/updates/dkms/ntsync.ko*" \
+		sh -c "ls /lib/modules/$new/updates/dkms/ntsync.ko* >/dev/null"
 	shown dpkg --audit
 	check fail-fixed-audit "dpkg --audit: nothing half-installed after the fix" test ! -s "$ST/last.out"
 }
