@@ -242,9 +242,14 @@ def from_args(argv):
         if o.debs and not Path(o.debs).is_dir():
             raise Usage(f"--debs {o.debs}: not a folder")
         rows = tuple(j for j in jobs.of_kind("scenario") if j.name in wanted)
+        suite_given = "--suite" in argv or any(a.startswith("--suite=") for a in argv)
+        moving = [j.name for j in rows if "next-release" in j.needs]
+        if suite_given and moving and (suites.SUITES[suite].release not in NEXT_RELEASE or suites.SUITES[suite].pin):
+            raise Usage(f"--scenario {', '.join(moving)} moves {' or '.join(NEXT_RELEASE)} to the next release, "
+                        f"not {suite}: leave --suite out (its default) or use --suite {next(iter(NEXT_RELEASE))}")
         return Request(suite=suite, tests=(), arch=arches.for_guests(o.arch),
                        debs=Path(o.debs) if o.debs else None, scenarios=rows,
-                       suite_given="--suite" in argv or any(a.startswith("--suite=") for a in argv),
+                       suite_given=suite_given,
                        timeout=o.timeout * 60 if o.timeout else None)
     o.timeout = o.timeout or job.timeout // 60
     tests = parse_control(REPO / "debian/tests/control")
