@@ -15,9 +15,10 @@
 #             ours for it with gcc-14; the holder went on working; reboot
 #             into 6.12
 #   trixie    trixie booted on 6.12, ours loaded at boot, ntsync-info WORKING,
-#             the suite passes; apt autoremove --purge takes bookworm's 6.1
-#             kernel and with it its DKMS build: no file of the bookworm
-#             build left, dpkg --audit and apt-get check clean
+#             the suite passes; apt autoremove --purge (and, for what apt
+#             keeps as the fallback kernel, apt-get purge by name) takes
+#             bookworm's 6.1 kernel and with it its DKMS build: no file of
+#             the bookworm build left, dpkg --audit and apt-get check clean
 # shellcheck disable=SC2034  # STEPS is read by scenario.sh
 STEPS=(install upgrade trixie)
 : "${TO_SUITE:?}"
@@ -151,6 +152,18 @@ step_trixie() {
 	rc=$?
 	check autoremove "apt-get autoremove --purge: exit $rc" test "$rc" = 0
 	check autoremove-no-error "no error from apt, dpkg or DKMS in its output" no_apt_errors
+	# apt keeps the newest two kernels from autoremove (apt-auto-removal): bookworm's
+	# may be the second; then the user purges it by name, as README.Debian says
+	local gone
+	mapfile -t gone < <(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "linux-image-$old" \
+		"linux-headers-$old" 2>/dev/null | awk '$1 ~ /^[ir]/ { print $2 }')
+	if [ "${#gone[@]}" -gt 0 ]; then
+		say "| autoremove kept ${gone[*]}: purged by name"
+		shown apt-get purge -y "${gone[@]}"
+		rc=$?
+		check purge-old "apt-get purge ${gone[*]}: exit $rc" test "$rc" = 0
+		check purge-no-error "no error from apt, dpkg or DKMS in its output" no_apt_errors
+	fi
 	check old-kernel-gone "bookworm's kernel $old is gone" test ! -e "/boot/vmlinuz-$old"
 	shown dkms status
 	check dkms-only-new "dkms status: ours for $new only" \
