@@ -47,7 +47,7 @@ ROLES = ("default", "in-tree", "debug", "gcov")
 #   pinned-kernel  the newer kernel of the same release from the suite table's pinned row
 #            (trixie-backports' 7.x): its sources line and packages
 NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree", "next", "archive",
-         "older-kernel", "pinned-kernel")
+         "older-kernel", "pinned-kernel", "next-release")
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,10 @@ JOBS = (
     Job("backports-kernel", "scenario", "trixie on 6.12 with ours, trixie-backports' 7.x kernel installed and "
         "booted (the in-tree driver serves), then 6.12 again (ours is back)", timeout=5400,
         needs=("debs", "archive", "pinned-kernel")),
+    Job("release-upgrade", "scenario", "bookworm on 6.1 with ours and a process holding /dev/ntsync moved to "
+        "trixie as the release notes say (sources changed, apt full-upgrade); 6.12 booted, DKMS's gcc-14 build "
+        "loaded, the suite; bookworm's kernel autoremoved with its build", default="bookworm", timeout=7200,
+        needs=("debs", "archive", "next-release")),
     Job("piuparts", "tool", "piuparts on bookworm and trixie: install and purge, upgrade from the previous "
         "version and purge, DKMS building in the chroot against the suite's kernel headers", timeout=3600),
     Job("autopkgtest", "tool", "debian/tests run by autopkgtest itself, autopkgtest-virt-qemu in the suite's "

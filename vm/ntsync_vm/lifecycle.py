@@ -242,9 +242,14 @@ def from_args(argv):
         if o.debs and not Path(o.debs).is_dir():
             raise Usage(f"--debs {o.debs}: not a folder")
         rows = tuple(j for j in jobs.of_kind("scenario") if j.name in wanted)
+        suite_given = "--suite" in argv or any(a.startswith("--suite=") for a in argv)
+        moving = [j.name for j in rows if "next-release" in j.needs]
+        if suite_given and moving and (suites.SUITES[suite].release not in NEXT_RELEASE or suites.SUITES[suite].pin):
+            raise Usage(f"--scenario {', '.join(moving)} moves {' or '.join(NEXT_RELEASE)} to the next release, "
+                        f"not {suite}: leave --suite out (its default) or use --suite {next(iter(NEXT_RELEASE))}")
         return Request(suite=suite, tests=(), arch=arches.for_guests(o.arch),
                        debs=Path(o.debs) if o.debs else None, scenarios=rows,
-                       suite_given="--suite" in argv or any(a.startswith("--suite=") for a in argv),
+                       suite_given=suite_given,
                        timeout=o.timeout * 60 if o.timeout else None)
     o.timeout = o.timeout or job.timeout // 60
     tests = parse_control(REPO / "debian/tests/control")
@@ -308,6 +313,7 @@ def run_lifecycle(req):
 
 # ------------------------------------------------------------------ the scenarios
 
+NEXT_RELEASE = {"bookworm": "trixie"}   # the release upgrade a scenario lives: from -> to
 NEXT_SUFFIX = "+test1"   # the newer version a scenario upgrades to: VERSION+test1, built from this tree
 
 
@@ -402,10 +408,20 @@ def run_scenario(req, job, debs, next_debs):
     work.mkdir(parents=True)
     for oldrun in sorted(work.parent.iterdir(), key=lambda p: p.stat().st_mtime)[:-12]:
         shutil.rmtree(oldrun, ignore_errors=True)
-    repos = {"repo": repo.build(work / "repo", debs, [suite], [arch.name])}
+    spec = suites.SUITES[suite]
     env = {"SCENARIO": job.name, "SUITE": suite, "VERSION": repo_version(), "CONSOLE": arch.console,
            "NET": int("archive" in job.needs)}
-    spec = suites.SUITES[suite]
+    dists = [suite]
+    if "next-release" in job.needs:
+        # The release after SUITE's: the same packages in our repository for both, as a
+        # user's repository has them, and the sources changed from one to the other.
+        to = NEXT_RELEASE.get(spec.release)
+        if not to or spec.pin:
+            raise Usage(f"scenario {job.name} moves {', '.join(NEXT_RELEASE)} to the next release; "
+                        f"{suite} is not one of those (use --suite {next(iter(NEXT_RELEASE))})")
+        env["TO_SUITE"] = to
+        dists.append(to)
+    repos = {"repo": repo.build(work / "repo", debs, dists, [arch.name])}
     if "pinned-kernel" in job.needs:
         # A newer kernel of the same release from a pinned suite row (trixie-backports'
         # 7.x): its extra sources and packages, as the suite table says them.

@@ -73,11 +73,15 @@ class Rows(unittest.TestCase):
         req = lifecycle.from_args(["--scenario", "all"])
         self.assertEqual([j.name for j in req.scenarios], names)
         self.assertFalse(req.suite_given)
-        req = lifecycle.from_args(["--scenario", names[-1], "--suite", "trixie", "--timeout", "5"])
-        self.assertEqual(([j.name for j in req.scenarios], req.suite_given, req.timeout), ([names[-1]], True, 300))
+        req = lifecycle.from_args(["--scenario", "backports-kernel", "--suite", "trixie", "--timeout", "5"])
+        self.assertEqual(([j.name for j in req.scenarios], req.suite_given, req.timeout),
+                         (["backports-kernel"], True, 300))
+        req = lifecycle.from_args(["--scenario", "release-upgrade"])
+        self.assertEqual(suites.default_for(req.scenarios[0]), "bookworm")
         for bad, said in ((["--scenario", "bogus"], "no such scenario"),
                           (["--scenario", "all", "--test", "dkms-lifecycle"], "options of the package tests"),
-                          (["--scenario", "all", "--timeout", "0"], "wants minutes")):
+                          (["--scenario", "all", "--timeout", "0"], "wants minutes"),
+                          (["--scenario", "release-upgrade", "--suite", "trixie"], "use --suite bookworm")):
             with self.assertRaises(Usage) as e:
                 lifecycle.from_args(bad)
             self.assertIn(said, str(e.exception))

@@ -12,13 +12,20 @@
 #             brings the new kernel without its headers: DKMS builds nothing
 #             for it and names the package to install, the kernel package is
 #             configured (dpkg --audit), ours goes on working on the old kernel
-#   upgrade   the hold lifted, apt upgrade: the headers come, DKMS builds ours
-#             for the new kernel, no error; reboot into it
+#   build_fails another fault: the hold lifted and ours made not to compile (an
+#             #error in the installed source); apt upgrade brings the headers
+#             and the build fails: our hook (/etc/kernel/header_postinst.d/
+#             00ntsync-dkms) says so and how to retry, apt exits 0, the
+#             kernel's packages are configured (dpkg --audit), ours goes on
+#             working on the old kernel; the source repaired, the command the
+#             user was told (dkms install ntsync/VERSION -k NEW) builds ours
+#   upgrade   apt upgrade: nothing broken is left, DKMS has ours for the new
+#             kernel, no error; reboot into it
 #   new       ours loaded at boot, the conformance suite (ntsync-run-tests)
 #             passes; the old kernel purged: its DKMS build goes with it,
 #             nothing of it left behind
 # shellcheck disable=SC2034  # STEPS is read by scenario.sh
-STEPS=(prepare old no_headers upgrade new)
+STEPS=(prepare old no_headers build_fails upgrade new)
 : "${KERNEL_META:?}" "${OLD_KERNEL_VERSION:?}"
 
 no_apt_errors() {
@@ -78,8 +85,8 @@ step_no_headers() {
 	check noh-new-kernel "apt upgrade brought a newer kernel: $new" test "$new" != "$old"
 	check noh-no-headers "without its headers (no /lib/modules/$new/build/Makefile)" \
 		test ! -e "/lib/modules/$new/build/Makefile"
-	check noh-message "the user is told which package to install: linux-headers-$new" \
-		grep -Fq "linux-headers-$new" "$ST/last.out"
+	check noh-message "the user is told which package to install: $(grep -m1 -F "apt-get install linux-headers-$new" "$ST/last.out")" \
+		grep -Fq "ntsync-dkms: Linux $new: ntsync not built, its headers are missing: apt-get install linux-headers-$new" "$ST/last.out"
 	grep -Fi -e headers -e dkms "$ST/last.out" | while IFS= read -r l; do say "| (seen) $l"; done
 	check noh-nothing-built "nothing built for $new" \
 		sh -c "! ls /lib/modules/$new/updates/dkms/ntsync.ko* 2>/dev/null"
@@ -88,7 +95,56 @@ step_no_headers() {
 		test ! -s "$ST/last.out"
 	check noh-old-works "ours goes on working on $old (loaded: $(loaded_version))" \
 		sh -c "test '$(loaded_version)' = '$VERSION' && ntsync-info | grep -q '^verdict: WORKING'"
+}
+
+step_build_fails() {
+	local t0=$SECONDS rc new old headers src
+	old=$(cat "$ST/old-kernel")
+	new=$(cat "$ST/new-kernel")
+	headers=$(echo "$KERNEL_META" | tr ' ' '\n' | grep headers)
 	check unhold-headers "apt-mark unhold $headers" shown apt-mark unhold "$headers"
+	src=/usr/src/ntsync-$VERSION/module/ntsync.c
+	cp "$src" "$ST/ntsync.c.orig"
+	echo '#error "made not to compile by the kernel-update scenario"' >>"$src"
+	shown apt upgrade -y
+	rc=$?
+	cp "$ST/last.out" "$ST/build-fails.out"
+	say "| (apt upgrade with a failing build: exit $rc after $((SECONDS - t0)) s)"
+	grep -E -e 'Error!|[Ee]rror processing|run-parts|dkms|ntsync|make.log|E: ' "$ST/build-fails.out" |
+		while IFS= read -r l; do say "| (seen) $l"; done
+	check fail-headers "the headers of $new came" test -e "/lib/modules/$new/build/Makefile"
+	check fail-tried "DKMS tried to build ours for $new and said it failed" \
+		grep -Eq "Bad return status for module build on kernel: $new|[Bb]uild.*failed|failed for module.*ntsync" \
+		"$ST/build-fails.out"
+	check fail-nothing-built "nothing built for $new" \
+		sh -c "! ls /lib/modules/$new/updates/dkms/ntsync.ko* 2>/dev/null"
+	check fail-make-log "the build's log names the cause: $(grep -m1 -o 'error: #error.*' \
+		"/var/lib/dkms/ntsync/$VERSION/build/make.log" 2>/dev/null)" \
+		grep -q 'made not to compile' "/var/lib/dkms/ntsync/$VERSION/build/make.log"
+	check fail-said "ours said the build failed, that $new installs without it, and how to retry" \
+		sh -c "grep -Fq 'ntsync-dkms: Linux $new: building ntsync $VERSION failed' '$ST/build-fails.out' &&
+			grep -Fq 'dkms install ntsync/$VERSION -k $new' '$ST/build-fails.out'"
+	check fail-apt-exit "apt upgrade finished with exit 0 (a failed module build is no failed upgrade): exit $rc" \
+		test "$rc" = 0
+	shown dpkg --audit
+	check fail-dpkg-audit "dpkg --audit: the kernel's packages configured despite the failed build" \
+		test ! -s "$ST/last.out"
+	check fail-old-works "ours goes on working on $old (loaded: $(loaded_version))" \
+		sh -c "test '$(loaded_version)' = '$VERSION' && ntsync-info | grep -q '^verdict: WORKING'"
+	# the source repaired (a fixed package would bring it); then what the user was told
+	cp "$ST/ntsync.c.orig" "$src"
+	if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+		shown dpkg --configure -a
+		rc=$?
+		check fail-fixed-configure "the source repaired: dpkg --configure -a: exit $rc" test "$rc" = 0
+	fi
+	shown dkms install "ntsync/$VERSION" -k "$new"
+	rc=$?
+	check fail-fixed-install "the source repaired: dkms install ntsync/$VERSION -k $new: exit $rc" test "$rc" = 0
+	check fail-fixed-module "the module file: /lib/modules/$new/updates/dkms/ntsync.ko*" \
+		sh -c "ls /lib/modules/$new/updates/dkms/ntsync.ko* >/dev/null"
+	shown dpkg --audit
+	check fail-fixed-audit "dpkg --audit: nothing half-installed after the fix" test ! -s "$ST/last.out"
 }
 
 step_upgrade() {
