@@ -98,6 +98,72 @@ our_packages() {
 
 loaded_version() { cat /sys/module/ntsync/version 2>/dev/null || echo none; }
 
+# no_apt_errors: apt's last output (last.out) has no DKMS or dpkg error line
+no_apt_errors() {
+	! grep -E '^(Error!|E: |dpkg: error)|[Ee]rror processing|Bad return status' "$ST/last.out"
+}
+
+# info_says TEXT: ntsync-info's report (shown) has TEXT in a line (a fixed string: a
+# version like 1.1.0+test1 is no pattern)
+info_says() {
+	shown ntsync-info
+	grep -Fq -- "$1" "$ST/last.out"
+}
+
+# The holder (scenarios/holder.c, built by the scenario that uses it): a process that
+# keeps /dev/ntsync, a semaphore and an event busy, as wineserver does, writing its
+# rounds and errors to HSTATUS.
+HOLDER=/usr/local/bin/vm-holder
+HSTATUS=/run/vm-holder.status
+start_holder() {
+	rm -f "$HSTATUS"
+	setsid "$HOLDER" "$HSTATUS" </dev/null >/run/vm-holder.log 2>&1 &
+	echo $! >/run/vm-holder.pid
+	sleep 3
+	holder_rounds >/dev/null
+}
+# holder_rounds: the rounds so far (fails when the holder reports no status or an error)
+holder_rounds() {
+	local rounds errors
+	read -r _ rounds _ errors _ <"$HSTATUS" 2>/dev/null || return 1
+	[ "$errors" = 0 ] || { say "| holder: $(cat "$HSTATUS")"; return 1; }
+	echo "$rounds"
+}
+# holder_alive: the holder still runs and its rounds go on, without an error
+holder_alive() {
+	local a b
+	a=$(holder_rounds) || return 1
+	sleep 3
+	b=$(holder_rounds) || return 1
+	kill -0 "$(cat /run/vm-holder.pid)" 2>/dev/null && [ "$b" -gt "$a" ]
+}
+# stop_holder: it ends on SIGTERM within 10 s, with no error in any round
+stop_holder() {
+	local pid
+	pid=$(cat /run/vm-holder.pid)
+	kill -TERM "$pid"
+	for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+	! kill -0 "$pid" 2>/dev/null && grep -q 'errors 0 ' "$HSTATUS"
+}
+
+# check_booted_ours NEW: booted into kernel NEW, ours loaded at boot by systemd-modules-load
+check_booted_ours() {
+	check new-booted "booted $1" test "$(uname -r)" = "$1"
+	check new-loaded "ours (ntsync $VERSION) loaded at boot (loaded: $(loaded_version))" \
+		test "$(loaded_version)" = "$VERSION"
+	check new-modules-load "systemd-modules-load.service ran without a failure" \
+		systemctl is-active --quiet systemd-modules-load.service
+}
+
+# check_suite NEW: the installed conformance suite passes on kernel NEW
+check_suite() {
+	local rc
+	shown ntsync-run-tests
+	rc=$?
+	check new-suite "ntsync-run-tests on $1: exit $rc; $(grep -E '[0-9]+ passed' "$ST/last.out" | tail -n 1)" \
+		test "$rc" = 0
+}
+
 # The kernels installed, newest first.
 kernels() {
 	find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -rV

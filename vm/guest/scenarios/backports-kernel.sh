@@ -14,18 +14,9 @@
 STEPS=(install backports on_new on_old)
 : "${KERNEL_SOURCES:?}" "${KERNEL_PKGS:?}"
 
-# info_says TEXT: ntsync-info's report (shown) has TEXT in a line (a fixed string)
-info_says() {
-	shown ntsync-info
-	grep -Fq -- "$1" "$ST/last.out"
-}
 # working_with DRIVER: ntsync-info's verdict is WORKING with DRIVER (the start of its text)
 working_with() {
 	info_says "(driver: $1" && grep -q '^verdict: WORKING:' "$ST/last.out"
-}
-# no_apt_errors: apt's last output (last.out) has no DKMS or dpkg error line
-no_apt_errors() {
-	! grep -E '^(Error!|E: |dpkg: error)|[Ee]rror processing|Bad return status' "$ST/last.out"
 }
 
 step_install() {

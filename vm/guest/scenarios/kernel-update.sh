@@ -28,9 +28,6 @@
 STEPS=(prepare old no_headers build_fails upgrade new)
 : "${KERNEL_META:?}" "${OLD_KERNEL_VERSION:?}"
 
-no_apt_errors() {
-	! grep -E '^(Error!|E: |dpkg: error)|[Ee]rror processing|Bad return status' "$ST/last.out"
-}
 # kernel_pkgs RELEASE: the installed packages of kernel RELEASE (image, headers)
 kernel_pkgs() {
 	dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "linux-image-$1" "linux-headers-$1" 2>/dev/null |
@@ -171,15 +168,8 @@ step_new() {
 	local new old rc
 	new=$(cat "$ST/new-kernel")
 	old=$(cat "$ST/old-kernel")
-	check new-booted "booted $new" test "$(uname -r)" = "$new"
-	check new-loaded "ours (ntsync $VERSION) loaded at boot (loaded: $(loaded_version))" \
-		test "$(loaded_version)" = "$VERSION"
-	check new-modules-load "systemd-modules-load.service ran without a failure" \
-		systemctl is-active --quiet systemd-modules-load.service
-	shown ntsync-run-tests
-	rc=$?
-	check new-suite "ntsync-run-tests on $new: exit $rc; $(grep -E '[0-9]+ passed' "$ST/last.out" | tail -n 1)" \
-		test "$rc" = 0
+	check_booted_ours "$new"
+	check_suite "$new"
 	mapfile -t gone < <(kernel_pkgs "$old")
 	shown apt-get purge -y "${gone[@]}"
 	rc=$?

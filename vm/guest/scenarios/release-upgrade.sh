@@ -23,35 +23,11 @@
 STEPS=(install upgrade trixie)
 : "${TO_SUITE:?}"
 
-HOLDER=/usr/local/bin/vm-holder
-HSTATUS=/run/vm-holder.status
 APT_OPTS=(-y -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
-start_holder() {
-	rm -f "$HSTATUS"
-	setsid "$HOLDER" "$HSTATUS" </dev/null >/run/vm-holder.log 2>&1 &
-	echo $! >/run/vm-holder.pid
-	sleep 3
-}
-holder_rounds() {
-	local rounds errors
-	read -r _ rounds _ errors _ <"$HSTATUS" 2>/dev/null || return 1
-	[ "$errors" = 0 ] || { say "| holder: $(cat "$HSTATUS")"; return 1; }
-	echo "$rounds"
-}
-holder_alive() {
-	local a b
-	a=$(holder_rounds) || return 1
-	sleep 3
-	b=$(holder_rounds) || return 1
-	kill -0 "$(cat /run/vm-holder.pid)" 2>/dev/null && [ "$b" -gt "$a" ]
-}
 # os_release FIELD: FIELD of /etc/os-release (not sourced: it sets VERSION, a name of ours)
 os_release() {
 	sed -n "s/^$1=//p" /etc/os-release | tr -d '"'
-}
-no_apt_errors() {
-	! grep -E '^(Error!|E: |dpkg: error)|[Ee]rror processing|Bad return status' "$ST/last.out"
 }
 # module_gcc RELEASE: the "GCC: (...) N.N.N" of our module built for kernel RELEASE
 module_gcc() {
@@ -135,18 +111,11 @@ step_trixie() {
 	local new old rc left
 	new=$(cat "$ST/new-kernel")
 	old=$(cat "$ST/old-kernel")
-	check new-booted "booted $new" test "$(uname -r)" = "$new"
-	check new-loaded "ours (ntsync $VERSION) loaded at boot (loaded: $(loaded_version))" \
-		test "$(loaded_version)" = "$VERSION"
-	check new-modules-load "systemd-modules-load.service ran without a failure" \
-		systemctl is-active --quiet systemd-modules-load.service
+	check_booted_ours "$new"
 	shown ntsync-info
 	check new-info "ntsync-info: WORKING with ours" \
 		sh -c "grep -Fq '(driver: ntsync $VERSION, ' '$ST/last.out' && grep -q '^verdict: WORKING' '$ST/last.out'"
-	shown ntsync-run-tests
-	rc=$?
-	check new-suite "ntsync-run-tests on $new: exit $rc; $(grep -E '[0-9]+ passed' "$ST/last.out" | tail -n 1)" \
-		test "$rc" = 0
+	check_suite "$new"
 	# The release notes' last step: what bookworm left, bookworm's kernel among it.
 	shown apt-get autoremove --purge -y
 	rc=$?

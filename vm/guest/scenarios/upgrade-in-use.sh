@@ -17,45 +17,6 @@
 # shellcheck disable=SC2034  # STEPS is read by scenario.sh
 STEPS=(install upgrade booted remove)
 
-HOLDER=/usr/local/bin/vm-holder
-HSTATUS=/run/vm-holder.status
-
-start_holder() {
-	rm -f "$HSTATUS"
-	setsid "$HOLDER" "$HSTATUS" </dev/null >/run/vm-holder.log 2>&1 &
-	echo $! >/run/vm-holder.pid
-	sleep 3
-	holder_rounds >/dev/null
-}
-# holder_rounds: the rounds so far (fails when the holder reports no status or an error)
-holder_rounds() {
-	local rounds errors
-	read -r _ rounds _ errors _ <"$HSTATUS" 2>/dev/null || return 1
-	[ "$errors" = 0 ] || { say "| holder: $(cat "$HSTATUS")"; return 1; }
-	echo "$rounds"
-}
-# holder_alive: the holder still runs and its rounds go on, without an error
-holder_alive() {
-	local a b
-	a=$(holder_rounds) || return 1
-	sleep 3
-	b=$(holder_rounds) || return 1
-	kill -0 "$(cat /run/vm-holder.pid)" 2>/dev/null && [ "$b" -gt "$a" ]
-}
-stop_holder() {
-	local pid
-	pid=$(cat /run/vm-holder.pid)
-	kill -TERM "$pid"
-	for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-	! kill -0 "$pid" 2>/dev/null && grep -q 'errors 0 ' "$HSTATUS"
-}
-# info_says TEXT: ntsync-info's report (shown) has TEXT in a line (a fixed string: a
-# version like 1.1.0+test1 is no pattern)
-info_says() {
-	shown ntsync-info
-	grep -Fq -- "$1" "$ST/last.out"
-}
-
 step_install() {
 	# A fault first: the repository unreachable (a folder that is not there). apt-get
 	# update must fail and name it, and nothing gets installed from it.
