@@ -167,13 +167,16 @@ expect_rc 5 "--pid of this shell (not Wine)" "$info" --pid $$
 expect_text "^verdict: NO VERDICT: pid $$ .* is not a Wine process" "this shell: the message"
 expect_rc 4 "--pid of a process that does not exist" "$info" --pid 2147483647
 expect_text '^verdict: NO VERDICT: no process with pid 2147483647$' "no such process: the message"
-# a zombie: the background child of a shell that then becomes sleep 30,
+# a zombie: the background child of a shell that then becomes sleep 300,
 # which never reaps it (the child still runs at the exec, so the shell
-# cannot reap it first)
-sh -c 'sleep 1 & echo $!; exec sleep 30' >"$tmp/zombie" &
+# cannot reap it first); on a loaded machine the child's second can take
+# long, so give it up to a minute (the parent outlives that)
+sh -c 'sleep 1 & echo $!; exec sleep 300' >"$tmp/zombie" &
 zpid=$!
 z=
-for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+i=0
+while [ "$i" -lt 300 ]; do
+	i=$((i + 1))
 	z=$(head -n 1 "$tmp/zombie")
 	if [ -n "$z" ] && grep -q '^State:.*Z' "/proc/$z/status" 2>/dev/null; then
 		break
