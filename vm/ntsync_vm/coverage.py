@@ -55,6 +55,9 @@ GROUPS = (
 )
 MAINLINE = "mainline"
 SOURCE = "ntsync.c"
+# the header whose inline code (the time-namespace arithmetic of kernels before 7.2) gcov
+# counts in ntsync.c's notes: reported beside it, not in its figures
+COMPAT = "compat.h"
 # Where the modules are built in the gcov kernel's root, a folder of each run's own (PREFIX-PID:
 # two runs at once must not overwrite each other's .gcno): the .gcda's path in the guest's
 # debugfs is this build folder's, which coverage.sh finds by the prefix.
@@ -178,14 +181,27 @@ def table(rows):
     return "\n".join(out)
 
 
-def unreached_text(cov, source_lines):
+def unreached_text(cov, source_lines, name=SOURCE):
     """Each line never run or with a branch never taken, with its source text."""
     out = []
     for ln, count, miss, tot in cov.unreached():
         what = "never run" if count == 0 else f"{miss} of {tot} branches never taken"
         src = source_lines[ln - 1].strip() if 0 < ln <= len(source_lines) else ""
-        out.append(f"{SOURCE}:{ln}: {what}: {src}")
+        out.append(f"{name}:{ln}: {what}: {src}")
     return "\n".join(out)
+
+
+def compat_report(cov, build_dir):
+    """The report's lines on module/compat.h's inline code, all groups together."""
+    if not cov.lines:
+        return [f"module/{COMPAT}: gcov counted none of its lines (no inline code of it in this build)", ""]
+    lh, lf, bh, bf = cov.summary()
+    src = build_dir / COMPAT
+    text = src.read_text().splitlines() if src.exists() else []
+    miss = unreached_text(cov, text, COMPAT)
+    return [f"module/{COMPAT} (inlined into {SOURCE}; not in the figures above), all groups: "
+            f"{lh} of {lf} lines, {bh} of {bf} branches" + (":" if miss else ", every one reached"),
+            *([miss] if miss else []), ""]
 
 
 # ------------------------------------------------------------------ the console
@@ -344,7 +360,8 @@ def lcov_group(k, build_dir, name, data, out, stamp=False):
     with open(logf, "w") as lf:
         r = roots.in_root(k.root, ["lcov", "--quiet", "--capture", "--directory", inside, "--base-directory", rel,
                                    "--gcov-tool", "gcov", *LCOV_RC, "--ignore-errors", "inconsistent,unused,source",
-                                   "--include", f"*/{SOURCE}", "--output-file", f"{inside}/cov.info"],
+                                   "--include", f"*/{SOURCE}", "--include", f"*/{COMPAT}",
+                                   "--output-file", f"{inside}/cov.info"],
                           stdout=lf, stderr=subprocess.STDOUT)
     info = host / "cov.info"
     if r.returncode or not info.exists():
@@ -482,7 +499,7 @@ def judge(k, text, ours_dir, ml, out, stamp=False):
         say(f"coverage: the counters of group {g} came back damaged: {why}")
         rc = 1
     source = (ours_dir / SOURCE).read_text().splitlines()
-    rows, total, infos = [], None, {}
+    rows, total, infos, compat = [], None, {}, FileCov()
     for name, what in GROUPS:
         if name in skips:
             rows.append((name, None, f"not run: {skips[name]}"))
@@ -499,6 +516,7 @@ def judge(k, text, ours_dir, ml, out, stamp=False):
             raise Failure(f"group {name}: gcov counted no line at all: its counters do not belong to this "
                           f"build's notes ({ours_dir / 'ntsync.gcno'}), a different build of the module")
         infos[name] = info
+        compat.merge(parse_info(info, "/" + COMPAT) or FileCov())
         nfail = sum(1 for g, _, _ in failed if g == name)
         rows.append((name, cov, what + (f"; {nfail} FAILED" if nfail else "")))
         total = FileCov().merge(total).merge(cov) if total else FileCov().merge(cov)
@@ -523,6 +541,7 @@ def judge(k, text, ours_dir, ml, out, stamp=False):
     (out / "unreached.txt").write_text(unreached + "\n")
     report += [f"lines never run and branches never taken in any group ({len(total.unreached())} lines; "
                f"{out / 'unreached.txt'}):", unreached, ""]
+    report += compat_report(compat, ours_dir)
     (out / "all.info").write_text(total.to_info(str(ours_dir / SOURCE)[len(str(k.root)):]))
     html = genhtml(k, ours_dir, {"all": (out / "all.info").read_text()}, out, "ntsync.c, all groups")
     if html:

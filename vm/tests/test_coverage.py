@@ -9,6 +9,7 @@ import base64
 import hashlib
 import re
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -204,6 +205,21 @@ class Tracefiles(unittest.TestCase):
         self.assertEqual(cov.summary(), (1, 2, 1, 2))
         self.assertEqual(cov.unreached(), [(2, 0, 1, 2)])
         self.assertIsNone(coverage.parse_info("SF:/a/b.c\nDA:1,1\nend_of_record\n"))
+
+    def test_compat_header_reported_apart(self):
+        text = ("SF:/m/module/ntsync.c\nDA:1,1\nend_of_record\n"
+                "SF:/m/module/compat.h\nDA:44,3\nDA:46,3\nDA:47,0\nBRDA:46,0,0,3\nBRDA:46,0,1,0\n"
+                "end_of_record\n")
+        self.assertEqual(coverage.parse_info(text).summary(), (1, 1, 0, 0))
+        cov = coverage.parse_info(text, "/" + coverage.COMPAT)
+        self.assertEqual(cov.summary(), (2, 3, 1, 2))
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, coverage.COMPAT).write_text("\n" * 45 + "if (offset > 0 && t < offset)\n\treturn 0;\n")
+            out = coverage.compat_report(cov, Path(d))
+        self.assertIn("2 of 3 lines, 1 of 2 branches:", out[0])
+        self.assertIn("compat.h:46: 1 of 2 branches never taken: if (offset > 0 && t < offset)", out[1])
+        self.assertIn("compat.h:47: never run: return 0;", out[1])
+        self.assertIn("none of its lines", coverage.compat_report(coverage.FileCov(), Path("/nonexistent"))[0])
 
     def test_table(self):
         cov = coverage.parse_info("SF:/m/ntsync.c\nDA:1,1\nDA:2,0\nBRDA:1,0,0,1\nBRDA:1,0,1,0\nend_of_record\n")
