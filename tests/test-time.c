@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -335,10 +336,16 @@ TEST(monotonic_deadline_ignores_clock_settime)
 
 /*
  * Time namespaces: a child unshares CLONE_NEWTIME, gives the namespace a
- * MONOTONIC offset of one day, and a grandchild (the first process inside
- * it) waits with deadlines read from its own clocks.  A driver that ignores
- * the namespace sees a deadline one day off: the wait hangs (caught by an
- * alarm) or, for a past deadline, sleeps instead of returning.
+ * MONOTONIC offset, and a grandchild (the first process inside it) waits
+ * with deadlines read from its own clocks.  With an offset of one day, a
+ * driver that ignores the namespace sees a deadline one day off: the wait
+ * hangs (caught by an alarm) or, for a past deadline, sleeps instead of
+ * returning.  With a negative offset (the namespace's clock set back to
+ * about one second after boot), it sees a future deadline as past and
+ * returns early.  Both signs have edges in the conversion: a deadline
+ * before a positive offset has passed (NS_BEFORE_OFFSET), and one that the
+ * conversion would carry past the kernel's largest time is that largest
+ * time, a wait without end (NS_NEG_LATEST), not a wrapped-around past.
  */
 enum {
 	NS_PASS = 0,
@@ -347,26 +354,53 @@ enum {
 	NS_HUNG = 12,
 	NS_NO_OFFSET = 13,
 	NS_SETUP = 14,
+	NS_SHORT_UPTIME = 15,
 	NS_SKIP = 77,
 };
 
 #define NS_OFFSET_SEC 86400
 
-enum ns_case { NS_FUTURE, NS_PAST, NS_REALTIME, NS_WOKEN };
+/* a namespace clock set back this close to zero, in seconds */
+#define NS_NEG_TARGET_SEC 1
+/* how long the namespace set-up may take, in seconds */
+#define NS_SETUP_SEC 5
+
+enum ns_case {
+	NS_FUTURE, NS_PAST, NS_REALTIME, NS_WOKEN, NS_BEFORE_OFFSET,
+	NS_NEG_FUTURE, NS_NEG_LATEST,
+};
+
+/* The offset each case gives its namespace, in seconds, or 0: none. */
+static int64_t ns_offset_sec(enum ns_case c, uint64_t parent_mono)
+{
+	int64_t back;
+
+	if (c != NS_NEG_FUTURE && c != NS_NEG_LATEST)
+		return NS_OFFSET_SEC;
+	/* the namespace's clock may not go below zero: set it back to ~1 s */
+	back = (int64_t)(parent_mono / NSEC_PER_SEC) - NS_NEG_TARGET_SEC;
+	return back >= 2 * NS_SETUP_SEC ? -back : 0;
+}
 
 static void alarm_handler(int sig)
 {
 	(void)sig;
 }
 
-static int ns_body(int dev, int sem, enum ns_case c, uint64_t parent_mono)
+static int ns_body(int dev, int sem, enum ns_case c, uint64_t parent_mono,
+		   int64_t offset_sec)
 {
+	int64_t expected = (int64_t)parent_mono + offset_sec * (int64_t)NSEC_PER_SEC;
+	int64_t inside = (int64_t)now_ns(CLOCK_MONOTONIC);
+	struct itimerval it = { .it_value = { .tv_usec = 300000 } };
 	struct sigaction sa;
 	uint64_t deadline;
 	uint32_t index = POISON32;
 	int ret;
 
-	if (now_ns(CLOCK_MONOTONIC) < parent_mono + (NS_OFFSET_SEC - 60) * NSEC_PER_SEC)
+	/* the namespace's clock reads the parent's plus the offset, and a bit */
+	if (inside < expected ||
+	    inside > expected + NS_SETUP_SEC * (int64_t)NSEC_PER_SEC)
 		return NS_NO_OFFSET;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = alarm_handler;
@@ -403,28 +437,68 @@ static int ns_body(int dev, int sem, enum ns_case c, uint64_t parent_mono)
 		/* The semaphore is signaled: acquired at once, index 0. */
 		ret = wait_any(dev, &sem, 1, 1, mono_in_ms(GUARD_MS), &index);
 		return ret == 0 && index == 0 ? NS_PASS : NS_WRONG_ERRNO;
+	case NS_BEFORE_OFFSET:
+		/* one second after boot, a day before this namespace's now */
+		ret = wait_any(dev, &sem, 1, 1, NSEC_PER_SEC, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_HUNG;
+		return ret == -1 && errno == ETIMEDOUT ? NS_PASS : NS_WRONG_ERRNO;
+	case NS_NEG_FUTURE:
+		deadline = mono_in_ms(SHORT_MS);
+		ret = wait_any(dev, &sem, 1, 1, deadline, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_HUNG;
+		if (ret != -1 || errno != ETIMEDOUT)
+			return NS_WRONG_ERRNO;
+		return now_ns(CLOCK_MONOTONIC) < deadline ? NS_EARLY : NS_PASS;
+	case NS_NEG_LATEST:
+		/*
+		 * INT64_MAX - 1 is a valid deadline (not past the largest
+		 * time, §silent.timeout-huge), the host's equivalent of
+		 * which lies beyond the largest time: the wait has no end,
+		 * and only the timer's signal (300 ms) ends it, with EINTR.
+		 */
+		alarm(0);
+		if (setitimer(ITIMER_REAL, &it, NULL))
+			return NS_SETUP;
+		ret = wait_any(dev, &sem, 1, 1, (uint64_t)INT64_MAX - 1, &index);
+		if (ret == -1 && errno == EINTR)
+			return NS_PASS;
+		return ret == -1 && errno == ETIMEDOUT ? NS_EARLY : NS_WRONG_ERRNO;
 	}
 	return NS_SETUP;
 }
 
 static int run_in_time_namespace(int dev, int sem, enum ns_case c)
 {
+	uint64_t need = (uint64_t)(NS_NEG_TARGET_SEC + 2 * NS_SETUP_SEC) * NSEC_PER_SEC;
 	uint64_t parent_mono = now_ns(CLOCK_MONOTONIC);
+	int64_t offset_sec;
 	char line[64];
 	pid_t pid, inner;
 	int status, fd, len;
+
+	/* a clock set back needs the system up for a few seconds: wait them */
+	if (parent_mono < need) {
+		sleep_ms((unsigned int)((need - parent_mono) / 1000000) + 1);
+		parent_mono = now_ns(CLOCK_MONOTONIC);
+	}
+	offset_sec = ns_offset_sec(c, parent_mono);
 
 	pid = fork();
 	if (pid < 0)
 		return NS_SETUP;
 	if (pid == 0) {
+		if (!offset_sec)
+			_exit(NS_SHORT_UPTIME);
 		if (unshare(CLONE_NEWTIME))
 			_exit(errno == EPERM || errno == EINVAL || errno == ENOSYS ?
 			      NS_SKIP : NS_SETUP);
 		fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
 		if (fd < 0)
 			_exit(NS_SKIP);
-		len = snprintf(line, sizeof(line), "monotonic %d 0\n", NS_OFFSET_SEC);
+		len = snprintf(line, sizeof(line), "monotonic %lld 0\n",
+			       (long long)offset_sec);
 		if (write(fd, line, (size_t)len) != len)
 			_exit(NS_SETUP);
 		close(fd);
@@ -432,7 +506,7 @@ static int run_in_time_namespace(int dev, int sem, enum ns_case c)
 		if (inner < 0)
 			_exit(NS_SETUP);
 		if (inner == 0)
-			_exit(ns_body(dev, sem, c, parent_mono));
+			_exit(ns_body(dev, sem, c, parent_mono, offset_sec));
 		while (waitpid(inner, &status, 0) < 0 && errno == EINTR)
 			;
 		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : NS_SETUP);
@@ -449,6 +523,11 @@ static void check_ns_result(int code)
 		return;
 	case NS_SKIP:
 		print_message("cannot create a time namespace here (needs CAP_SYS_ADMIN and CONFIG_TIME_NS)\n");
+		skip();
+		break;
+	case NS_SHORT_UPTIME:
+		print_message("the system is up for less than %d s: no room to set a namespace's clock back\n",
+			      NS_NEG_TARGET_SEC + 2 * NS_SETUP_SEC);
 		skip();
 		break;
 	case NS_WRONG_ERRNO:
@@ -510,6 +589,24 @@ TEST(wait_in_time_namespace_acquires_signaled_object)
 	time_ns_case(1, NS_WOKEN, true);
 }
 
+/* §abi.mainline.3 §wait.timens */
+TEST(deadline_before_time_namespace_offset_is_past)
+{
+	time_ns_case(0, NS_BEFORE_OFFSET, false);
+}
+
+/* §abi.mainline.3 §wait.timens */
+TEST(monotonic_deadline_in_set_back_time_namespace_expires)
+{
+	time_ns_case(0, NS_NEG_FUTURE, true);
+}
+
+/* §abi.mainline.3 §wait.timens §silent.timeout-huge */
+TEST(latest_deadline_in_set_back_time_namespace_waits_without_end)
+{
+	time_ns_case(0, NS_NEG_LATEST, true);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(past_deadline_times_out_at_once),
 	cmocka_unit_test(past_deadline_still_acquires_signaled_objects),
@@ -529,6 +626,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(monotonic_past_deadline_in_time_namespace_is_immediate),
 	cmocka_unit_test(realtime_deadline_in_time_namespace_is_unaffected),
 	cmocka_unit_test(wait_in_time_namespace_acquires_signaled_object),
+	cmocka_unit_test(deadline_before_time_namespace_offset_is_past),
+	cmocka_unit_test(monotonic_deadline_in_set_back_time_namespace_expires),
+	cmocka_unit_test(latest_deadline_in_set_back_time_namespace_waits_without_end),
 };
 
 NTSYNC_TEST_MAIN("time", tests, true)

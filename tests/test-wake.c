@@ -158,6 +158,113 @@ TEST(mutex_unlock_wakes_one_waiter_of_another_owner)
 	close(dev);
 }
 
+/*
+ * The same with waits that cannot time out (timeout U64_MAX), which the
+ * driver looks at by another path than waits with a deadline: both owners
+ * differ from the mutex's, so neither wait may take it before the unlock,
+ * and the second may not take it from the first.
+ */
+/* §mutex.unlock §wait.owner §wait.timeout */
+TEST(mutex_of_another_owner_blocks_infinite_waits_until_unlocked)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 1, 1);
+	struct waiter *w = waiters_alloc(2);
+
+	for (int i = 0; i < 2; i++) {
+		waiter_setup(&w[i], dev, false, &mutex, 1, 2 + (uint32_t)i);
+		w[i].timeout = UINT64_MAX;
+		START_BLOCKED(&w[i]);
+	}
+	ASSERT_MUTEX(mutex, 1, 1);
+	CHECK_OK(ntr_mutex_unlock(mutex, 1, NULL));
+	/* queued first, woken first (§wait.order) */
+	ASSERT_MUTEX(mutex, 2, 1);
+	assert_int_equal(waiters_until_done(w, 2, 1), 1);
+	assert_true(waiter_done(&w[0]));
+	assert_others_still_wait(w, 2, 1);
+	CHECK_OK(ntr_mutex_unlock(mutex, 2, NULL));
+	ASSERT_MUTEX(mutex, 3, 1);
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(mutex);
+	close(dev);
+}
+
+/*
+ * A mutex at its recursion limit (count U32_MAX) is not signaled even for
+ * its owner: two waits of that owner sleep, one that cannot time out and
+ * one with a deadline.  Each unlock by the owner lowers the count to
+ * U32_MAX - 1, which the first waiter still queued takes back to U32_MAX
+ * at once; the other waiter, of the same owner, must then find the mutex
+ * not signaled and stay asleep.
+ */
+/* §silent.mutex-max §mutex.unlock §wait.order */
+TEST(mutex_at_u32_max_wakes_one_waiter_of_its_owner_per_unlock)
+{
+	int dev = DEV_OPEN();
+	int mutex = NEW_MUTEX(dev, 5, UINT32_MAX);
+	struct waiter *w = waiters_alloc(2);
+	uint32_t prev = POISON32;
+
+	for (int i = 0; i < 2; i++) {
+		waiter_setup(&w[i], dev, false, &mutex, 1, 5);
+		if (i == 0)
+			w[i].timeout = UINT64_MAX;
+		START_BLOCKED(&w[i]);
+	}
+	ASSERT_MUTEX(mutex, 5, UINT32_MAX);
+	CHECK_OK(ntr_mutex_unlock(mutex, 5, &prev));
+	assert_int_equal(prev, UINT32_MAX);
+	ASSERT_MUTEX(mutex, 5, UINT32_MAX);
+	assert_int_equal(waiters_until_done(w, 2, 1), 1);
+	assert_true(waiter_done(&w[0]));
+	assert_others_still_wait(w, 2, 1);
+	CHECK_OK(ntr_mutex_unlock(mutex, 5, &prev));
+	assert_int_equal(prev, UINT32_MAX);
+	ASSERT_MUTEX(mutex, 5, UINT32_MAX);
+	join_all(w, 2);
+	ASSERT_WAITER_OK(&w[0], 0);
+	ASSERT_WAITER_OK(&w[1], 0);
+	waiters_free(w, 2);
+	close(mutex);
+	close(dev);
+}
+
+/*
+ * A wait for all of a mutex at its recursion limit and an event, by the
+ * mutex's owner: setting the event does not satisfy it (the mutex is not
+ * signaled), and the event stays set; the owner's unlock then does, and
+ * the wait takes both, the mutex back to U32_MAX.
+ */
+/* §silent.mutex-max §wait.all.acquire */
+TEST(wait_all_on_own_mutex_at_u32_max_waits_for_its_unlock)
+{
+	int dev = DEV_OPEN();
+	int objs[2];
+	struct waiter *w;
+
+	objs[0] = NEW_MUTEX(dev, 5, UINT32_MAX);
+	objs[1] = NEW_EVENT(dev, false, false);
+	w = waiter_new(dev, true, objs, 2, 5);
+	START_BLOCKED(w);
+	ASSERT_EVENT_OP(objs[1], ntr_event_set, 0, false, true);
+	assert_others_still_wait(w, 1, 0);
+	ASSERT_MUTEX(objs[0], 5, UINT32_MAX);
+	ASSERT_EVENT(objs[1], false, true);
+	CHECK_OK(ntr_mutex_unlock(objs[0], 5, NULL));
+	ASSERT_MUTEX(objs[0], 5, UINT32_MAX);
+	ASSERT_EVENT(objs[1], false, false);
+	JOIN(w);
+	ASSERT_WAITER_OK(w, 0);
+	waiters_free(w, 1);
+	close(objs[0]);
+	close(objs[1]);
+	close(dev);
+}
+
 /* §mutex.unlock */
 TEST(mutex_recursive_unlock_wakes_only_at_zero)
 {
@@ -623,6 +730,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(sem_release_of_n_wakes_n_waiters),
 	cmocka_unit_test(sem_release_beyond_waiters_keeps_the_rest),
 	cmocka_unit_test(mutex_unlock_wakes_one_waiter_of_another_owner),
+	cmocka_unit_test(mutex_of_another_owner_blocks_infinite_waits_until_unlocked),
+	cmocka_unit_test(mutex_at_u32_max_wakes_one_waiter_of_its_owner_per_unlock),
+	cmocka_unit_test(wait_all_on_own_mutex_at_u32_max_waits_for_its_unlock),
 	cmocka_unit_test(mutex_recursive_unlock_wakes_only_at_zero),
 	cmocka_unit_test(mutex_kill_wakes_waiter_with_eownerdead),
 	cmocka_unit_test(mutex_kill_wakes_wait_all_with_eownerdead),
