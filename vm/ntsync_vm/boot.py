@@ -44,7 +44,7 @@ class BootRequest:
     linearize_only: bool = False
     concurrent: int = None
     memcg: int = 0
-    module_src: Path = None            # fuzz: the module from another tree
+    module_src: Path = None            # smoke, suite, bench, fuzz: the module from another tree
     rest: tuple = ()                   # bench: ntsync-bench's arguments
 
     def console(self):
@@ -192,7 +192,7 @@ def job_smoke(o, work):
     if o.in_tree:
         k.in_tree_ko(work / "ntsync.ko")
     else:
-        k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
+        build_ours_from(o, k, work)
     files["ntsync.ko"] = work / "ntsync.ko"
     if o.job.name in ("smoke", "bench"):
         files["bin/ntsync-smoke"] = bins / "ntsync-smoke"
@@ -254,6 +254,13 @@ class SuiteResult:
     seconds: float
 
 
+def build_ours_from(o, k, work):
+    """Our module, W=1, into WORK/ntsync.ko: from this tree, or --module-src's."""
+    k.build_ours(work / "ntsync.ko", work, src=o.module_src or REPO, flags=["W=1"])
+    if o.module_src:
+        say(f"the module from {o.module_src}")
+
+
 def job_suite(o, work):
     return run_suite(o, work).rc
 
@@ -263,7 +270,7 @@ def run_suite(o, work):
     if o.in_tree:
         k.in_tree_ko(work / "ntsync.ko")
     else:
-        k.build_ours(work / "ntsync.ko", work, flags=["W=1"])
+        build_ours_from(o, k, work)
     names = arches.static_names(o.arch)  # its own programs, and its compat ABI's when it has one
     out = static.build(names)
     files = {"ntsync.ko": work / "ntsync.ko", "native": out / names[0]}
@@ -623,8 +630,8 @@ def from_args(argv):
                     help="fuzz: seconds of the 64-bit concurrent fuzzer instead of its 40%% of --seconds")
     ap.add_argument("--memcg", type=whole, default=0, metavar="SECONDS",
                     help="fuzz: then SECONDS of the concurrent fuzzer in a memory cgroup at its limit (0: not run)")
-    ap.add_argument("--module-src", metavar="DIR", help="fuzz: build the module from DIR (module/, include/uapi/, "
-                    "VERSION) instead of this tree")
+    ap.add_argument("--module-src", metavar="DIR", help="smoke, suite, bench, fuzz: build the module from DIR "
+                    "(module/, include/uapi/, VERSION) instead of this tree (the programs stay this tree's)")
     o = ap.parse_args(argv)
     job = jobs.get(o.job, "initramfs")
     if rest and job.name != "bench":
@@ -638,6 +645,8 @@ def from_args(argv):
     if o.module_src:
         if o.in_tree:
             raise Usage("--in-tree and --module-src exclude each other")
+        if job.name in ("coverage", "upstream"):
+            raise Usage(f"--module-src: --job {job.name} builds its own modules; use smoke, suite, bench or fuzz")
         src = Path(o.module_src).resolve()
         if not ((src / "module/Makefile").is_file() and (src / "include/uapi/linux/ntsync.h").is_file()):
             raise Usage(f"--module-src {o.module_src}: no module/Makefile or include/uapi/linux/ntsync.h there")
