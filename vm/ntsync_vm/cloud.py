@@ -211,9 +211,10 @@ class StageWatch(run_mod.Watch):
     LABELS = {"install": "installing packages", "driver": "loading the driver", "job": "running the job",
               "unload": "modprobe -r ntsync", "collect": "collecting results"}
 
-    def __init__(self, stages, echo_job, job_timeout):
+    def __init__(self, stages, echo_job, job_timeout, scale=1.0):
         super().__init__()
         self.stages, self.echo_job, self.job_timeout = stages, echo_job, job_timeout
+        self.scale = scale  # every stage's time-out multiplied (an emulated architecture: Qemu.tcg_slow)
         self.begin(time.monotonic())
 
     def begin(self, t0):
@@ -266,7 +267,7 @@ class StageWatch(run_mod.Watch):
         limit = (self.job_timeout if st == "job" else
                  timeout_for(self.stages.get(st, st)) if st in STAGE_TIMEOUTS or st in self.stages else
                  timeout_for("collect"))
-        return self.since, limit, f"stage '{st}'"
+        return self.since, limit * self.scale, f"stage '{st}'"
 
     def finish(self):
         self.times.setdefault(self.stage, time.monotonic() - self.since)
@@ -532,7 +533,9 @@ def run_guest(req, prep):
     log(f"booting: {what}")
     log(f"console log: {console}")
     stages = {"install": "install-net" if net else "install"}
-    watch = StageWatch(stages, req.echo, timeout_for("job", req.timeout or job.timeout))
+    # another architecture than the host's runs emulated (TCG): its row says how much slower
+    slow = 1.0 if arch.can_kvm() else arch.qemu.tcg_slow
+    watch = StageWatch(stages, req.echo, timeout_for("job", req.timeout or job.timeout), slow)
     r = run_mod.guest(machine, watch, kernels=[] if req.image or sb else [image["kernel"]],
                       record=run_dir / "qemu.cmd", before_boot=fresh_disks)
     (run_dir / "qemu.stderr").write_text(r.stderr)
