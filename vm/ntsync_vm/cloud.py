@@ -90,7 +90,7 @@ def cross_debs(arch):
     build = root / "build"
     roots.safe_rm(build)
     (build / "src").mkdir(parents=True)
-    for f in files:
+    for f in source_files():  # the whole tree (meson.build reads vm/ too); the key is the packages' files
         dst = build / "src" / f
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, dst, follow_symlinks=False)
