@@ -182,7 +182,7 @@ def _add_missing(name, root, packages, logf):
     r = in_root(root, ["dpkg-query", "-W", "-f=${Package} ${Status}\n", *[p.split("/")[0] for p in packages]],
                 capture_output=True, text=True)
     installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("ok installed")}
-    missing = [p for p in packages if p.split("/")[0] not in installed]
+    missing = [p for p in packages if p.split("/")[0].split(":")[0] not in installed]
     if not missing:
         return
     say(f"adding {' '.join(missing)} to the {name}")
