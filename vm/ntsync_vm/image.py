@@ -498,6 +498,15 @@ def make_uefi_disk(root, raw, krel, work, arch):
                     (LINUX_GUID, "ntsync-root", root_first, root_last)])
 
 
+# A foreign root runs every maintainer script under qemu-user, and the kernel's and
+# initramfs-tools' each build an initramfs of every module (MODULES=most) before the customize
+# hook makes the one the image boots: the small one from the start (minutes saved per build).
+FOREIGN_ESSENTIAL_HOOKS = (
+    'mkdir -p "$1/etc/initramfs-tools/conf.d" && printf "MODULES=list\\nCOMPRESS=gzip\\n" '
+    '> "$1/etc/initramfs-tools/conf.d/90_vm-guest"',
+)
+
+
 def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=False):
     require_root("building an image")
     arch = arch or arches.get()
@@ -527,6 +536,7 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
     try:
         roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
                          hooks=hooks, keep_debs=True, architectures=foreign,
+                         essential_hooks=FOREIGN_ESSENTIAL_HOOKS if foreign else (),
                          timeout=3600 if foreign else 1800)
     except Failure as e:
         raise Failure(f"image {name}: {e}")

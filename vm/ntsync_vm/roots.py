@@ -119,14 +119,15 @@ def foreign_ready(arch):
 
 
 def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=(), keep_debs=False,
-               timeout=1800, docs=False, architectures=()):
+               timeout=1800, docs=False, architectures=(), essential_hooks=()):
     """THE mmdebstrap call: a Debian RELEASE root in TARGET with PACKAGES from SOURCES. Every
     root shares the .deb cache $NTSYNC_CACHE/apt/RELEASE; an archive snapshot whose Release
     files expired is accepted. HOOKS: more --customize-hook commands. KEEP_DEBS leaves the
     downloaded .debs in the root (the hook removes them itself). DOCS keeps /usr/share/doc,
     locales and info pages (dropped otherwise: no root here reads them). ARCHITECTURES: Debian
     architecture names, the first the root's own (a foreign one runs through qemu-user:
-    foreign_ready), the others added to dpkg (packages NAME:ARCH of them); default the host's."""
+    foreign_ready), the others added to dpkg (packages NAME:ARCH of them); default the host's.
+    ESSENTIAL_HOOKS: --essential-hook commands (after the Essential packages, before the rest)."""
     require_root("building a Debian root")
     ensure_host_tools(["mmdebstrap"])
     if architectures:
@@ -146,6 +147,7 @@ def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=()
         *([f"--architectures={','.join(architectures)}"] if architectures else []),
         "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
         f"--setup-hook=sync-in {apt_cache} /var/cache/apt/archives/",
+        *[f"--essential-hook={h}" for h in essential_hooks],
         f"--customize-hook=sync-out /var/cache/apt/archives {apt_cache}",
         *[f"--customize-hook={h}" for h in hooks],
         *(["--skip=download/empty"] if keep_debs else []),
