@@ -26,6 +26,10 @@ class Qemu:
     virtio: str = "pci"         # the virtio transport: virtio-blk-pci, virtio-blk-ccw, ...
     max_smp: int = 0            # the most vCPUs a guest boots with (0: no limit)
     max_mem: int = 0            # the most MiB a guest boots with (0: no limit)
+    # tcg_slow: how many times longer a cloud guest's stages take emulated on another
+    # architecture's host than the host's own guests under TCG: its stage time-outs are
+    # multiplied by it (DKMS's build, cloud-init's Python)
+    tcg_slow: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,16 @@ class SecureBoot:
 
 
 @dataclass(frozen=True)
+class Uefi:
+    """The UEFI firmware an "efi" disk boots through (no Secure Boot): Debian's build for the
+    machine, from PACKAGES (arch all) in the firmware root (firmware.py), CODE read-only flash
+    and VARS the variable store template (paths in that root)."""
+    packages: tuple
+    code: str
+    vars: str
+
+
+@dataclass(frozen=True)
 class Arch:
     name: str                   # Debian's name (dpkg --print-architecture)
     uname: str                  # the kernel's (uname -m): KVM only on a host of the same
@@ -54,8 +68,10 @@ class Arch:
     console: str                # the serial console's device
     console_speed: str          # its console= options (baud rate), "" for none
     qemu: Qemu                  # None: no QEMU machine runs its kernels (build_only says why)
-    # boot: how an image's disk boots by itself: "bios-grub" (MBR, GRUB), "efi" (GRUB as an EFI
-    # program; image.py writes no such disk yet) or "none" (initramfs boots with -kernel only)
+    # boot: how an image's disk boots by itself: "bios-grub" (MBR, GRUB), "efi" (GPT, an EFI
+    # system partition with GRUB as the removable-media program /EFI/BOOT/efi_boot_file, booted
+    # by the uefi firmware; image.py writes it for the rows that have both) or "none"
+    # (initramfs boots with -kernel only)
     boot: str
     grub_platform: str          # GRUB's platform of that boot (usr/lib/grub/PLATFORM), or None
     grub_packages: tuple        # the image's packages for it
@@ -78,6 +94,11 @@ class Arch:
     # (on the suites whose rows name the job), only where the suite's cross root is cached
     # (`ntsync-vm suites --job JOB --cross`): cold, a cross root costs many minutes
     check: tuple = ()
+    # qemu_user: the static user-mode QEMU (qemu-user-static) that runs this architecture's
+    # programs on another through binfmt_misc: how a foreign root (cloud image) is built
+    qemu_user: str = None
+    efi_boot_file: str = None   # the removable-media boot file of an "efi" disk (BOOTAA64.EFI)
+    uefi: Uefi = None           # the firmware that boots an "efi" disk (None: no such disk yet)
 
     def kernel_packages(self, pin="", flavour=None):
         """The suite's kernel and headers for this architecture (PIN: "/trixie-backports";
@@ -143,7 +164,9 @@ ARCHES = {
     # The rows below: the QEMU facts are issue 37's (a porter's hand-run boots); the launcher's
     # initramfs guests (boot --arch, TCG, -cpu cpu_tcg) have since booted arm64, armhf, i386,
     # ppc64el, s390x and riscv64 with them; facts marked "unverified" no guest has used yet
-    # (cpu_bench: no timed job ran; boot/grub: no cloud guest of these exists). The static programs are the cross
+    # (cpu_bench: no timed job ran; boot/grub: no cloud guest of these exists, arm64's excepted: its
+    # cloud guest ran the suite (kernel and initrd given to QEMU); its efi disk is written, but
+    # no guest has booted it through AAVMF and GRUB (--disk-boot) yet). The static programs are the cross
     # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read
     # from the archive (apt, every suite of suites.py). Their initramfs guests boot the kernel
     # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
@@ -155,10 +178,17 @@ ARCHES = {
         kernel_flavour="cloud-arm64", kbuild_flavour="arm64", kernel_image="vmlinuz",
         kernel_arch="arm64", kernel_build_image="arch/arm64/boot/Image", defconfig_extra=(),
         console="ttyAMA0", console_speed="115200",
-        # gic-version=max: KVM on a GICv3-only host refuses virt's default GICv2 (unverified here)
+        # gic-version=max: KVM on a GICv3-only host refuses virt's default GICv2 (unverified here).
+        # pauth-impdef=on: pointer authentication (which Debian's kernels use in every function)
+        # with QEMU's cheap hash instead of emulated QARMA, many times faster under TCG
         qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
-                  cpu_bench="cortex-a57"),  # cpu_bench unverified
-        boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),  # unverified
+                  cpu_tcg="max,pauth-impdef=on", cpu_bench="cortex-a57", tcg_slow=3.0),  # cpu_bench unverified
+        # the cloud image: a foreign root (qemu-user) on a GPT disk, GRUB on its EFI system
+        # partition, to be booted by Debian's AAVMF (qemu-efi-aarch64) on -M virt (--disk-boot: not run yet)
+        boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),
+        qemu_user="qemu-aarch64-static", efi_boot_file="BOOTAA64.EFI",
+        uefi=Uefi(packages=("qemu-efi-aarch64",), code="usr/share/AAVMF/AAVMF_CODE.fd",
+                  vars="usr/share/AAVMF/AAVMF_VARS.fd"),
         secure_boot=None, static_cross="meson/cross/arm64-static.ini",
         compat="armhf", compat_cross="meson/cross/armhf-static.ini",
         word_bits=64, endian="little", ioc_encoding="generic",
@@ -266,24 +296,27 @@ def static_names(arch):
 
 # The kinds of guest: "initramfs" (ntsync-vm boot: a kernel and an initramfs, any row with a
 # QEMU machine and static programs) and "cloud" (a disk image of a Debian root: cloud guests,
-# the package tests; only the host's own architecture has image roots so far)
+# the package tests; the host's own architecture, and foreign ones whose row says how their
+# root runs here (qemu_user) and how their disk boots (a boot image.py writes))
 GUEST_KINDS = ("initramfs", "cloud")
 
 
 def why_no_guests(arch, kind="initramfs"):
     """Why the launcher cannot boot a guest of KIND (GUEST_KINDS) of ARCH yet, or None when it
     can: a QEMU machine and the static guest programs (a meson cross file) are what every
-    guest needs; a cloud guest also needs an image root of that architecture (mmdebstrap
-    builds the host's own only: a foreign one needs qemu-user, issue 37 part 3)."""
+    guest needs; a cloud guest also needs an image root of that architecture (the host's own,
+    or a foreign one mmdebstrap builds through qemu-user: the row's qemu_user) on a disk
+    image.py writes (bios-grub, or efi with the row's uefi firmware)."""
     assert kind in GUEST_KINDS, kind
     if arch.qemu is None:
         return f"{arch.name} is build-only: {arch.build_only}; kbuild builds for it"
     if not arch.static_cross:
         return (f"no static guest programs for {arch.name} yet (its row has no meson cross file); "
                 "kbuild builds for it")
-    if kind == "cloud" and arch.name != (host() or get()).name:
-        return (f"no cloud guests of {arch.name} yet (its image root would be foreign: mmdebstrap with "
-                f"qemu-user, not written); initramfs guests boot for it: ntsync-vm boot --arch {arch.name}")
+    if kind == "cloud" and arch.name != (host() or get()).name and not (
+            arch.qemu_user and (arch.boot == "bios-grub" or (arch.boot == "efi" and arch.uefi))):
+        return (f"no cloud guests of {arch.name} yet (its row has no qemu_user to build its foreign root, "
+                f"or no disk boot image.py writes); initramfs guests boot for it: ntsync-vm boot --arch {arch.name}")
     return None
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from typing import NamedTuple
 
-from . import arches, artifacts, gates, jobs, lock, qemu, repo, static, suites
+from . import arches, artifacts, firmware, gates, jobs, lock, qemu, repo, roots, static, suites
 from . import run as run_mod
 from .console import STAGE_TIMEOUTS, SUMMARY, TESTLINE, boot_crash, tail, timeout_for
 from .image import find_image, kernel_cmdline
@@ -28,9 +28,14 @@ from .util import REPO, Failure, Usage, cache, elapsed, ensure_host_tools, fmt_s
     run, source_files, tree_hash
 
 
-def build_debs():
+def build_debs(arch=None):
     """Our packages from this tree (debian/build-debs, i.e. dpkg-buildpackage -us -uc -b).
-    Cached under $NTSYNC_CACHE/vm-debs/HASH, HASH being that of the files that go into them."""
+    Cached under $NTSYNC_CACHE/vm-debs/HASH, HASH being that of the files that go into them.
+    ARCH (a row of arches.py) other than the host's: the architecture-independent packages of
+    the host's build and the architecture-dependent ones cross-built for ARCH (cross_debs)."""
+    if arch is not None and arch.name != roots.native_arch().name:
+        return sorted([d for d in build_debs() if d.name.endswith("_all.deb")] + cross_debs(arch),
+                      key=lambda d: d.name)
     if not (REPO / "debian/control").exists():
         raise Failure("debian/control is missing: the packages cannot be built from this tree")
     files = [f for f in source_files() if not f.startswith(("vm/", ".ci/")) and f not in ("README.md", "check")]
@@ -66,6 +71,49 @@ def build_debs():
     for old in builds[:-4]:
         shutil.rmtree(old, ignore_errors=True)
     log(f"packages: {len(debs)} debs in {fmt_secs(time.monotonic() - t)}: " + " ".join(d.name for d in debs))
+    return debs
+
+
+def cross_debs(arch):
+    """The architecture-dependent packages of this tree cross-built for ARCH in its cross build
+    root (roots.deb_cross_root: dpkg-buildpackage -a ARCH through debian/build-debs --host-arch),
+    cached under $NTSYNC_CACHE/vm-debs/HASH-ARCH like the host's."""
+    files = [f for f in source_files() if not f.startswith(("vm/", ".ci/")) and f not in ("README.md", "check")]
+    key = f"{tree_hash(files)}-{arch.name}"
+    out = cache() / "vm-debs" / key
+    debs = sorted(out.glob("*.deb")) if (out / "ok").exists() else []
+    if debs:
+        log(f"packages ({arch.name}): cached {out} ({len(debs)} debs)")
+        return debs
+    t = time.monotonic()
+    root = roots.deb_cross_root(arch)
+    build = root / "build"
+    roots.safe_rm(build)
+    (build / "src").mkdir(parents=True)
+    for f in source_files():  # the whole tree (meson.build reads vm/ too); the key is the packages' files
+        dst = build / "src" / f
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / f, dst, follow_symlinks=False)
+    logf = cache() / "vm-debs" / f"build-{key}.log"
+    cmd = ["env", "NTSYNC_CACHE=/build/cache", "bash", "/build/src/debian/build-debs", "--host-arch", arch.name,
+           "--out", "/build/out"]
+    log(f"packages ({arch.name}): cross-building in {root} with {shlex.join(cmd[2:])} (log {logf})")
+    with open(logf, "w") as lf:
+        r = roots.in_root(root, cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=1800)
+    got = sorted((build / "out").glob("*.deb"))
+    if r.returncode or not got:
+        tail_lines = logf.read_text(errors="replace").splitlines()[-20:]
+        raise Failure(f"cross-building the {arch.name} packages failed; last lines of {logf}:\n  "
+                      + "\n  ".join(tail_lines))
+    roots.safe_rm(out)
+    out.mkdir(parents=True)
+    for d in got:
+        shutil.copy2(d, out / d.name)
+    roots.safe_rm(build)
+    (out / "ok").write_text("")
+    debs = sorted(out.glob("*.deb"))
+    log(f"packages ({arch.name}): {len(debs)} debs in {fmt_secs(time.monotonic() - t)}: "
+        + " ".join(d.name for d in debs))
     return debs
 
 
@@ -163,9 +211,10 @@ class StageWatch(run_mod.Watch):
     LABELS = {"install": "installing packages", "driver": "loading the driver", "job": "running the job",
               "unload": "modprobe -r ntsync", "collect": "collecting results"}
 
-    def __init__(self, stages, echo_job, job_timeout):
+    def __init__(self, stages, echo_job, job_timeout, scale=1.0):
         super().__init__()
         self.stages, self.echo_job, self.job_timeout = stages, echo_job, job_timeout
+        self.scale = scale  # every stage's time-out multiplied (an emulated architecture: Qemu.tcg_slow)
         self.begin(time.monotonic())
 
     def begin(self, t0):
@@ -218,7 +267,7 @@ class StageWatch(run_mod.Watch):
         limit = (self.job_timeout if st == "job" else
                  timeout_for(self.stages.get(st, st)) if st in STAGE_TIMEOUTS or st in self.stages else
                  timeout_for("collect"))
-        return self.since, limit, f"stage '{st}'"
+        return self.since, limit * self.scale, f"stage '{st}'"
 
     def finish(self):
         self.times.setdefault(self.stage, time.monotonic() - self.since)
@@ -256,6 +305,7 @@ class Request:
     tcg_cpu: str = None                # -cpu under TCG (Wine: max,-smap)
     extra_files: tuple = ()            # ((name in the guest's input, host path), ...)
     verbose: bool = False              # the job's console output shown
+    disk_boot: bool = False            # our image booted from its disk: firmware and GRUB, not -kernel
 
     @property
     def cmd_string(self):
@@ -313,6 +363,11 @@ class Request:
             raise Usage(f"--kernel-debs {o.kernel_debs}: not a folder")
         if o.debs and not Path(o.debs).is_dir():
             raise Usage(f"--debs {o.debs}: not a folder")
+        if o.disk_boot and (o.image or o.secure_boot):
+            raise Usage("--disk-boot boots our image from its disk; --image and --secure-boot boot from the disk "
+                        "already: drop --disk-boot")
+        if o.disk_boot and o.append:
+            raise Usage("--disk-boot: the kernel command line is the image's grub.cfg's; drop --append")
         if o.secure_boot or o.job == "secure-boot":
             if o.image:
                 raise Usage("--image with Secure Boot: only the suite's own Secure Boot image is set up for it "
@@ -332,7 +387,8 @@ class Request:
                   share=Path(o.share).resolve() if o.share else None, cmd=tuple(cmd_args), net=o.net,
                   smp=o.cpus or o.smp, mem=o.mem, timeout=o.timeout, icount=False if o.no_icount else None,
                   append=o.append, rebuild=o.rebuild, secure_boot=o.secure_boot, seeds=o.seeds,
-                  bench_args=BENCH_CONTENTION if o.cpus else "", compat=not o.no_i386, verbose=o.verbose)
+                  bench_args=BENCH_CONTENTION if o.cpus else "", compat=not o.no_i386, verbose=o.verbose,
+                  disk_boot=o.disk_boot)
         return req if o.job in ("matrix", "image") else req.check()
 
 
@@ -430,11 +486,18 @@ def run_guest(req, prep):
         # disk; the variable store is the run's copy (with DKMS's key in MokList or not).
         base, fmt, size = Path(image["disk"]), "qcow2", None
         kernel_desc = f"{image['info']['kernel_release']}, Secure Boot, DKMS key {sb}"
-    elif req.image:
-        base = req.image
-        with open(base, "rb") as f:
-            fmt, size = ("qcow2" if f.read(4) == b"QFI\xfb" else "raw"), "16G"
-        kernel_desc = "its own bootloader and kernel"
+    elif req.image or req.disk_boot:
+        if req.image:
+            base = req.image
+            with open(base, "rb") as f:
+                fmt, size = ("qcow2" if f.read(4) == b"QFI\xfb" else "raw"), "16G"
+            kernel_desc = "its own bootloader and kernel"
+        else:
+            base, fmt, size = Path(image["disk"]), "qcow2", None
+            kernel_desc = f"{image['info']['kernel_release']}, from the disk through {arch.boot} and GRUB"
+        if arch.boot == "efi":
+            # the disk's removable-media boot program, started by the machine's UEFI firmware
+            uefi_code, uefi_vars = firmware.uefi(arch)
     else:
         base, fmt, size = Path(image["disk"]), "qcow2", None
         machine.kernel, machine.initrd = str(image["kernel"]), str(image["initrd"])
@@ -453,6 +516,10 @@ def run_guest(req, prep):
             fw_vars = run_dir / "efi-vars.fd"
             shutil.copy2(image["vars_mok" if sb == "enrolled" else "vars"], fw_vars)
             machine.firmware = qemu.Firmware(str(image["code"]), str(fw_vars))
+        elif machine.kernel is None and arch.boot == "efi":
+            fw_vars = run_dir / "efi-vars.fd"
+            shutil.copy2(uefi_vars, fw_vars)
+            machine.firmware = qemu.Firmware(str(uefi_code), str(fw_vars), secure=False)
 
     machine.drives = [
         # bootindex 1: with -kernel QEMU's linuxboot option ROM holds 0.
@@ -466,7 +533,9 @@ def run_guest(req, prep):
     log(f"booting: {what}")
     log(f"console log: {console}")
     stages = {"install": "install-net" if net else "install"}
-    watch = StageWatch(stages, req.echo, timeout_for("job", req.timeout or job.timeout))
+    # another architecture than the host's runs emulated (TCG): its row says how much slower
+    slow = 1.0 if arch.can_kvm() else arch.qemu.tcg_slow
+    watch = StageWatch(stages, req.echo, timeout_for("job", req.timeout or job.timeout), slow)
     r = run_mod.guest(machine, watch, kernels=[] if req.image or sb else [image["kernel"]],
                       record=run_dir / "qemu.cmd", before_boot=fresh_disks)
     (run_dir / "qemu.stderr").write_text(r.stderr)
@@ -579,7 +648,7 @@ def prepare(req, compat_dir=None, debs=None):
             raise Usage(f"--debs {req.debs}: no .deb files there")
         log(f"packages: {len(debs)} debs from {req.debs}")
     elif debs is None and not req.no_debs:
-        debs = build_debs()
+        debs = build_debs(req.arch)
     if compat_dir is None and "compat" in req.job.needs and req.compat and req.arch.compat:
         compat_dir = build_compat_suite(req.arch)
     return Prepared(image=image, debs=tuple(debs) if debs else None, compat_dir=compat_dir,
@@ -824,10 +893,15 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     "of the suite, which runs after the 64-bit one")
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the image even if the cached one is fresh")
+    ap.add_argument("--disk-boot", action="store_true",
+                    help="boot our image from its disk, through the machine's firmware and the image's GRUB "
+                    "(the row's boot: BIOS or UEFI), as a user's machine boots, instead of its kernel and initrd given "
+                    "to QEMU")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
     ap.add_argument("--arches", metavar="ARCH,...",
                     help="matrix: also the suite in initramfs guests of these architectures (all: every one "
-                    f"that boots: {', '.join(n for n in arches.guest_names() if n not in arches.guest_names('cloud'))}"
+                    f"that boots but the cloud rows': "
+                    f"{', '.join(n for n in arches.guest_names() if n != arches.DEFAULT)}"
                     "), on every suite that has them (--suites: those)")
     ap.add_argument("--arches-only", action="store_true", help="matrix: only the rows of --arches")
     ap.add_argument("--seeds", type=int, default=None,
@@ -846,7 +920,7 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
         names = []
         for a in (o.arches or "").split(","):
             if a == "all":
-                names += [n for n in arches.guest_names() if n not in arches.guest_names("cloud")]
+                names += [n for n in arches.guest_names() if n != req.arch.name]
             elif a:
                 names.append(arches.for_guests(a).name)
         if o.arches_only and not names:

@@ -1,4 +1,7 @@
-"""UEFI firmware for the Secure Boot guests: Debian's OVMF built for Secure Boot, its variable
+"""UEFI firmware: for the Secure Boot guests, and (uefi()) the plain firmware an "efi" disk of
+another architecture boots through (the row's uefi: Debian's build of it).
+
+For the Secure Boot guests: Debian's OVMF built for Secure Boot, its variable
 store with Microsoft's keys enrolled and Secure Boot on (OVMF_VARS_4M.ms.fd), as a PC that
 boots Debian's Microsoft-signed shim. Enrolling a key into shim's MokList, the step a user
 does with `mokutil --import`, a reboot and MokManager, is done before boot with virt-fw-vars
@@ -85,3 +88,21 @@ def install(dest, mok_der=None, arch=None):
     out["version"] = roots.in_root(fw, ["dpkg-query", "-W", "-f=${Version}", sb.firmware_packages[0]],
                                    capture_output=True, text=True).stdout.strip()
     return out
+
+
+def uefi(arch):
+    """(code, vars template) of the firmware that boots ARCH's "efi" disks (its row's uefi:
+    Debian's build, no Secure Boot), from a trixie root of its own
+    ($NTSYNC_CACHE/firmware/trixie-ARCH-uefi, the packages are arch all); a run writes a copy
+    of the variable store."""
+    if not arch.uefi:
+        raise Usage(f"no UEFI firmware for {arch.name} in vm/ntsync_vm/arches.py (its row has no uefi)")
+    fw = roots.cached_root(cache() / "firmware" / f"{RELEASE}-{arch.name}-uefi", RELEASE,
+                           [f"deb {MIRROR} {RELEASE} main"], list(arch.uefi.packages),
+                           f"{arch.name} UEFI firmware root ({', '.join(arch.uefi.packages)})")
+    code, varstore = fw / arch.uefi.code, fw / arch.uefi.vars
+    for p in (code, varstore):
+        if not p.is_file():
+            raise Failure(f"{p} is missing in the firmware root (packages {', '.join(arch.uefi.packages)}); "
+                          f"remove {fw} and rerun")
+    return code, varstore

@@ -81,6 +81,10 @@ def image_key(suite, extra_debs, secure_boot=False, arch=None, testbed=False):
         h.update(("\n".join(part) + "\n--\n").encode())
     h.update(json.dumps([guest_files(arch), MASKED_UNITS, kernel_cmdline(arch)], sort_keys=True).encode())
     h.update(inspect.getsource(customize_root).encode())
+    if arch.boot == "efi" and not secure_boot:
+        h.update(repr(arch.uefi).encode())
+        for f in (make_uefi_disk, write_gpt, uefi_grub_cfg):
+            h.update(inspect.getsource(f).encode())
     if secure_boot:
         h.update(repr(firmware.spec(arch)).encode())
         for f in (make_efi_disk, write_gpt, efi_grub_cfg):
@@ -435,12 +439,83 @@ def make_efi_disk(root, raw, krel, work, arch):
                     (LINUX_GUID, "ntsync-root", root_first, root_last)])
 
 
+# The GRUB modules of an "efi" disk's boot program: the GPT and its FAT EFI system partition,
+# the ext4 root found by label, the kernel (gzio: Debian's vmlinuz of some architectures is gzip-compressed)
+UEFI_GRUB_MODULES = ["part_gpt", "fat", "ext2", "normal", "linux", "gzio", "configfile", "echo", "test",
+                     "search", "search_label"]
+
+
+def uefi_grub_cfg(krel, arch):
+    """The grub.cfg of an "efi" disk, beside GRUB on the EFI system partition: the root by label,
+    the newest kernel at once. No serial commands: GRUB writes to the firmware's console, which
+    the UEFI firmware of a QEMU machine puts on the serial port."""
+    return ("# ntsync-vm image: boot the newest kernel at once (the firmware's console is the serial port)\n"
+            "set timeout=0\n"
+            "search --no-floppy --label ntsync-root --set root\n"
+            f"menuentry 'Debian GNU/Linux, {krel}' {{\n"
+            f"  linux /boot/{arch.kernel_image}-{krel} {kernel_cmdline(arch)}\n"
+            f"  initrd /boot/initrd.img-{krel}\n"
+            "}\n")
+
+
+def make_uefi_disk(root, raw, krel, work, arch):
+    """A disk that boots by itself through UEFI (arch.boot "efi", no Secure Boot), as Debian's
+    genericcloud images of UEFI machines do, without loop devices: GPT; an EFI system partition
+    (FAT, ESP_MIB) whose removable-media boot program /EFI/BOOT/arch.efi_boot_file is GRUB made
+    by the root's own grub-mkimage (prefix /EFI/BOOT, where its grub.cfg is); the root file
+    system (ext4, label ntsync-root) after it. ntsync-vm boots the kernel and initrd directly,
+    as for a bios-grub disk; --disk-boot (and --image) go through the firmware (arch.uefi) and
+    GRUB."""
+    if not arch.efi_boot_file:
+        raise Failure(f"image build: {arch.name} has no efi_boot_file in arches.py (the removable-media boot file)")
+    platform = arch.grub_platform
+    run(["chroot", str(root), "grub-mkimage", "-O", platform, "-o", "/tmp/ntsync-grub.efi",
+         "-p", "/EFI/BOOT", *UEFI_GRUB_MODULES])
+    grub_efi = root / "tmp/ntsync-grub.efi"
+    esp_first = PART_START
+    esp_last = esp_first + ESP_MIB * 2048 - 1
+    root_first = esp_last + 1
+    root_last = DISK_BYTES // 512 - 2048 - 1  # 1 MiB before the end: room for the backup GPT
+    esp = work / "esp.img"
+    esp.unlink(missing_ok=True)
+    run(["mkfs.vfat", "-F", "32", "-n", "EFI", "-C", str(esp), str(ESP_MIB * 1024)], stdout=subprocess.DEVNULL)
+    cfg = work / "grub.cfg"
+    cfg.write_text(uefi_grub_cfg(krel, arch))
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    run(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT"], env=env)
+    run(["mcopy", "-i", str(esp), str(grub_efi), f"::/EFI/BOOT/{arch.efi_boot_file}"], env=env)
+    run(["mcopy", "-i", str(esp), str(cfg), "::/EFI/BOOT/grub.cfg"], env=env)
+    grub_efi.unlink()
+    with open(raw, "wb") as f:
+        f.truncate(DISK_BYTES)
+    run(["mkfs.ext4", "-q", "-F", "-L", "ntsync-root", "-E", f"root_owner=0:0,offset={root_first * 512}",
+         "-d", str(root), str(raw), str((root_last - root_first + 1) * 512 // 4096)])
+    with open(raw, "r+b") as f, open(esp, "rb") as e:
+        f.seek(esp_first * 512)
+        shutil.copyfileobj(e, f)
+    esp.unlink()
+    write_gpt(raw, [(ESP_GUID, "EFI system partition", esp_first, esp_last),
+                    (LINUX_GUID, "ntsync-root", root_first, root_last)])
+
+
+# A foreign root runs every maintainer script under qemu-user, and the kernel's and
+# initramfs-tools' each build an initramfs of every module (MODULES=most) before the customize
+# hook makes the one the image boots: the small one from the start (minutes saved per build).
+FOREIGN_ESSENTIAL_HOOKS = (
+    'mkdir -p "$1/etc/initramfs-tools/conf.d" && printf "MODULES=list\\nCOMPRESS=gzip\\n" '
+    '> "$1/etc/initramfs-tools/conf.d/90_vm-guest"',
+)
+
+
 def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=False):
     require_root("building an image")
-    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if secure_boot else [])
+    arch = arch or arches.get()
+    efi = secure_boot or arch.boot == "efi"
+    ensure_host_tools(["mmdebstrap", "qemu-img", "mkfs.ext4"] + (["mkfs.vfat", "mcopy"] if efi else [])
                       + (["autopkgtest-virt-qemu"] if testbed else []))
     spec = suites.SUITES[suite]
-    arch = arch or arches.get()
+    # a foreign root (another architecture than the host's): mmdebstrap through qemu-user
+    foreign = [arch.name] if arch.uname != os.uname().machine else []
     t = time.monotonic()
     work = cache() / "images" / f".build-{suite}-{os.getpid()}"
     roots.clean_stale()
@@ -460,7 +535,9 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
         hooks += TESTBED_HOOKS
     try:
         roots.mmdebstrap(spec.release, root, spec.sources, pkgs, logf, variant="minbase",
-                         hooks=hooks, keep_debs=True)
+                         hooks=hooks, keep_debs=True, architectures=foreign,
+                         essential_hooks=FOREIGN_ESSENTIAL_HOOKS if foreign else (),
+                         timeout=3600 if foreign else 1800)
     except Failure as e:
         raise Failure(f"image {name}: {e}")
     log(f"image {name}: root ready in {fmt_secs(time.monotonic() - t)}")
@@ -477,6 +554,10 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
         # DKMS's signing key, made at image build (customize_root): the key case b enrolls.
         shutil.copy2(root / "var/lib/dkms/mok.pub", work / "dkms-mok.pub")
         fw = firmware.install(work, (work / "dkms-mok.pub").read_bytes(), arch)
+    elif arch.boot == "efi":
+        log(f"image {name}: GPT disk, EFI system partition with GRUB ({arch.efi_boot_file}), mkfs.ext4 -d "
+            f"(kernel {krel})")
+        make_uefi_disk(root, raw, krel, work, arch)
     else:
         log(f"image {name}: MBR disk with GRUB, mkfs.ext4 -d (kernel {krel})")
         make_disk(root, raw, krel, arch)

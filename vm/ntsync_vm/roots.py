@@ -70,15 +70,68 @@ def clean_stale():
         safe_rm(d)
 
 
+BINFMT_MISC = Path("/proc/sys/fs/binfmt_misc")
+
+
+def foreign_ready(arch):
+    """Make this host run ARCH's programs (a foreign root's maintainer scripts, chroot): its
+    static qemu-user (qemu-user-static, installed with apt-get when missing) registered with
+    binfmt_misc, which is mounted first when it is not (containers and minimal hosts leave it
+    out). The registration is the one qemu-user-static ships in /usr/lib/binfmt.d, with its
+    F flag (the interpreter opened now, so it works inside a chroot). Nothing for the host's
+    own architecture."""
+    if arch.uname == os.uname().machine:
+        return
+    require_root(f"running {arch.name} programs in a foreign root (binfmt_misc)")
+    if not arch.qemu_user:
+        raise Failure(f"{arch.name} has no qemu_user in vm/ntsync_vm/arches.py: no foreign root of it can be built")
+    ensure_host_tools([arch.qemu_user])
+    if not (BINFMT_MISC / "register").exists():
+        r = subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_MISC)],
+                           capture_output=True, text=True)
+        if r.returncode or not (BINFMT_MISC / "register").exists():
+            raise Failure(f"binfmt_misc is not mounted at {BINFMT_MISC} and mounting it failed "
+                          f"({r.stderr.strip() or 'no register file after mount'}): a foreign {arch.name} root "
+                          f"needs it. Run 'mount -t binfmt_misc binfmt_misc {BINFMT_MISC}' as root (in a "
+                          "container: on the host, or give the container CAP_SYS_ADMIN) and rerun")
+        say(f"mounted binfmt_misc at {BINFMT_MISC}")
+    name = Path(arch.qemu_user).name.removesuffix("-static")  # qemu-ARCH (its binfmt entry)
+    entry = BINFMT_MISC / name
+    if entry.exists():
+        lines = entry.read_text().splitlines()
+        flags = next((ln.split()[1] for ln in lines if ln.startswith("flags:") and len(ln.split()) > 1), "")
+        if lines and lines[0] == "enabled" and "F" in flags:
+            return
+        raise Failure(f"{entry} is registered but disabled or without the F flag (a chroot cannot find "
+                      f"its interpreter then): 'echo -1 > {entry}' removes it, then rerun")
+    conf = Path("/usr/lib/binfmt.d") / f"{name}.conf"
+    if not conf.exists():
+        raise Failure(f"{conf} is missing although {arch.qemu_user} is installed; reinstall qemu-user-static")
+    line = next((ln for ln in conf.read_text().splitlines() if ln.startswith(":")), None)
+    if not line:
+        raise Failure(f"{conf} has no registration line (:name:type:...)")
+    try:
+        (BINFMT_MISC / "register").write_text(line)
+    except OSError as e:
+        raise Failure(f"registering {name} with binfmt_misc failed ({e}); "
+                      f"'cat {conf} > {BINFMT_MISC}/register' as root, then rerun")
+    say(f"registered {name} ({arch.qemu_user}) with binfmt_misc")
+
+
 def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=(), keep_debs=False,
-               timeout=1800, docs=False):
+               timeout=1800, docs=False, architectures=(), essential_hooks=()):
     """THE mmdebstrap call: a Debian RELEASE root in TARGET with PACKAGES from SOURCES. Every
     root shares the .deb cache $NTSYNC_CACHE/apt/RELEASE; an archive snapshot whose Release
     files expired is accepted. HOOKS: more --customize-hook commands. KEEP_DEBS leaves the
     downloaded .debs in the root (the hook removes them itself). DOCS keeps /usr/share/doc,
-    locales and info pages (dropped otherwise: no root here reads them)."""
+    locales and info pages (dropped otherwise: no root here reads them). ARCHITECTURES: Debian
+    architecture names, the first the root's own (a foreign one runs through qemu-user:
+    foreign_ready), the others added to dpkg (packages NAME:ARCH of them); default the host's.
+    ESSENTIAL_HOOKS: --essential-hook commands (after the Essential packages, before the rest)."""
     require_root("building a Debian root")
     ensure_host_tools(["mmdebstrap"])
+    if architectures:
+        foreign_ready(arches.get(architectures[0]))
     apt_cache = cache() / "apt" / release
     apt_cache.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -91,8 +144,10 @@ def mmdebstrap(release, target, sources, packages, logf, variant="apt", hooks=()
                            "--dpkgopt=path-include=/usr/share/doc/*/copyright",
                            "--dpkgopt=path-exclude=/usr/share/locale/*",
                            "--dpkgopt=path-exclude=/usr/share/info/*"]),
+        *([f"--architectures={','.join(architectures)}"] if architectures else []),
         "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
         f"--setup-hook=sync-in {apt_cache} /var/cache/apt/archives/",
+        *[f"--essential-hook={h}" for h in essential_hooks],
         f"--customize-hook=sync-out /var/cache/apt/archives {apt_cache}",
         *[f"--customize-hook={h}" for h in hooks],
         *(["--skip=download/empty"] if keep_debs else []),
@@ -129,7 +184,7 @@ def _add_missing(name, root, packages, logf):
     r = in_root(root, ["dpkg-query", "-W", "-f=${Package} ${Status}\n", *[p.split("/")[0] for p in packages]],
                 capture_output=True, text=True)
     installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("ok installed")}
-    missing = [p for p in packages if p.split("/")[0] not in installed]
+    missing = [p for p in packages if p.split("/")[0].split(":")[0] not in installed]
     if not missing:
         return
     say(f"adding {' '.join(missing)} to the {name}")
@@ -186,6 +241,26 @@ def xroot(suite):
         raise Usage(f"suite {s.name} has no architecture besides the host's: no cross root")
     return cached_root(xroot_dir(s.name), s.release, s.sources, KROOT_PACKAGES + XROOT_PACKAGES + gccs,
                        f"{s.name} cross root")
+
+
+# The Debian release the cross-built packages of another architecture are built on: the oldest
+# supported (what the host's own packages are built on, dpkg-buildpackage on a Debian 12 host),
+# so that they install on every suite
+DEB_CROSS_RELEASE = "bookworm"
+
+
+def deb_cross_root(arch):
+    """The root that cross-builds our architecture-dependent packages for ARCH as Debian's
+    cross build daemons do (debian/build-debs --host-arch, dpkg-buildpackage -a ARCH): the
+    host's architecture with ARCH added to dpkg, crossbuild-essential-ARCH and the build
+    dependencies of debian/control (ARCH's libcmocka-dev); $NTSYNC_CACHE/kroots/RELEASE-debs-ARCH,
+    built when missing or stale like every root."""
+    s = suites.get(DEB_CROSS_RELEASE, quiet=True)
+    native = native_arch().name
+    pkgs = ["build-essential", f"crossbuild-essential-{arch.name}", "dpkg-dev", "debhelper", "dh-dkms",
+            "meson", "ninja-build", "pkgconf", f"libcmocka-dev:{arch.name}"]
+    return cached_root(cache() / "kroots" / f"{s.name}-debs-{arch.name}", s.release, s.sources, pkgs,
+                       f"{s.name} cross build root of the {arch.name} packages", architectures=[native, arch.name])
 
 
 def _vkey(version):
@@ -414,7 +489,7 @@ class CrossKernel:
                             flags=[*flags, *self.arch.cross_make_flags()])
 
 
-def cached_root(root, release, sources, packages, what):
+def cached_root(root, release, sources, packages, what, architectures=()):
     """A root of PACKAGES from RELEASE kept in ROOT (stamp ROOT/.complete, log in
     ROOT/../logs/NAME-root.log), built when missing or stale under the one cache policy;
     packages a newer version of this tool wants are added to a fresh root in place."""
@@ -432,7 +507,7 @@ def cached_root(root, release, sources, packages, what):
     say(f"building the {what} ({why}; mmdebstrap, a minute or more; log {logf})")
     t = time.monotonic()
     try:
-        mmdebstrap(release, tmp, sources, packages, logf)
+        mmdebstrap(release, tmp, sources, packages, logf, architectures=architectures)
     except Failure:
         safe_rm(tmp)
         raise

@@ -112,7 +112,8 @@ def ensure_host_tools(names):
     """Install with apt-get the packages of the host programs NAMES that are missing (a QEMU
     binary: the package the architecture table names for it)."""
     from . import arches
-    known = dict(HOST_TOOLS, **{a.qemu.binary: a.qemu.package for a in arches.ARCHES.values() if a.qemu})
+    known = dict(HOST_TOOLS, **{a.qemu.binary: a.qemu.package for a in arches.ARCHES.values() if a.qemu},
+                 **{a.qemu_user: "qemu-user-static" for a in arches.ARCHES.values() if a.qemu_user})
     missing = sorted({known[n] for n in names if shutil.which(n) is None})
     # mmdebstrap needs the archive keyring to verify trixie/bookworm.
     if "mmdebstrap" in names and not Path("/usr/share/keyrings/debian-archive-keyring.gpg").exists():

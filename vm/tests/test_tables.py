@@ -43,6 +43,12 @@ def machines(arch):
                               initrd="/w/initrd.gz", rng=False,
                               append=f"{arch.console_arg()} panic=-1 oops=panic quiet"),
     }
+    if arch.boot == "efi" and arch.uefi:
+        # a cloud guest booted from its disk (--disk-boot, --image): the UEFI firmware, no -kernel
+        out["efi-disk"] = qemu.Machine(console=Path("/run/console.log"), arch=arch, name="ntsync-run", mem=2048,
+                                       smp=2, firmware=qemu.Firmware("/fw/code.fd", "/run/efi-vars.fd", secure=False),
+                                       drives=[qemu.Drive("/run/disk.qcow2", "qcow2", bootindex=1,
+                                                          opts="discard=unmap,cache=unsafe")])
     if sb:
         out["secure-boot"] = qemu.Machine(console=Path("/run/console.log"), arch=arch, name="ntsync-sb", mem=2048,
                                           smp=2, drives=[qemu.Drive("/run/disk.qcow2", "qcow2", bootindex=1)], **sb)
@@ -123,9 +129,17 @@ class ArchTable(unittest.TestCase):
             if name not in arches.guest_names():
                 with self.assertRaisesRegex(Usage, f"--arch {name}: .*kbuild builds for it"):
                     arches.for_guests(name)
-        # cloud guests (image roots) only of the host's architecture; initramfs guests of every
+        # cloud guests (image roots): the host's architecture, and the rows whose foreign root
+        # runs through qemu-user on a disk image.py writes (arm64: efi); initramfs guests of every
         # row with a QEMU machine and a static cross file
-        self.assertEqual(arches.guest_names("cloud"), [(arches.host() or arches.get()).name])
+        host = (arches.host() or arches.get()).name
+        self.assertEqual(arches.guest_names("cloud"),
+                         [n for n, a in arches.ARCHES.items() if a.qemu and a.static_cross and (
+                             n == host or a.qemu_user and (a.boot == "bios-grub" or a.boot == "efi" and a.uefi))])
+        self.assertIn("arm64", arches.guest_names("cloud"))
+        for name, a in arches.ARCHES.items():
+            if a.boot == "efi" and a.uefi:
+                self.assertTrue(a.efi_boot_file and a.grub_platform.endswith("-efi"), name)
         self.assertEqual(arches.guest_names(), [n for n, a in arches.ARCHES.items() if a.qemu and a.static_cross])
         for name in arches.guest_names():
             if name not in arches.guest_names("cloud"):
