@@ -51,11 +51,13 @@ step_upgrade() {
 	check holder-start "a process holds the release's /dev/ntsync, a semaphore and an event" holder_alive
 	# The repository publishes the new version: the same sources entry, its folder now repo/.
 	add_repo "$IN/repo" ours || finish
-	# What plain apt-get upgrade (no new packages) would do, for the record: 1.1.0's
-	# libntsync-dev needs the new ntsync-uapi-dev, so it would be kept back.
+	# What plain apt-get upgrade (no new packages) would keep back, for the record: a
+	# package of ours that gained a dependency on a new package (1.1.0's ntsync-uapi-dev
+	# is only recommended by libntsync-dev, and neither form installs it).
+	local kept
 	apt-get "${APT_OURS[@]}" -s upgrade >"$ST/simulated.out" 2>&1
-	say "| apt-get upgrade without --with-new-pkgs would keep back: $(sed -n '/kept back:/,/^[^ ]/p' \
-		"$ST/simulated.out" | grep '^ ' | xargs echo)"
+	kept=$(sed -n '/kept back:/,/^[^ ]/p' "$ST/simulated.out" | grep '^ ' | xargs echo)
+	say "| apt-get upgrade without --with-new-pkgs would keep back: ${kept:-nothing}"
 	t0=$SECONDS
 	shown timeout 1200 apt-get "${APT_OURS[@]}" upgrade -y --with-new-pkgs
 	rc=$?
