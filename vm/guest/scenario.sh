@@ -70,6 +70,13 @@ if [ "$NET" = 1 ]; then
 	fi
 fi
 
+# APT_OURS: apt-get's options that make it read our sources alone (add_repo keeps
+# a copy of each in $ST/sources.d) when the guest has no network: the image's
+# lists of Debian's archive are of its build, and nothing may come from them.
+APT_OURS=()
+[ "$NET" = 1 ] || APT_OURS=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$ST/sources.d"
+	-o APT::Get::List-Cleanup=0)
+
 # add_repo DIR NAME: a signed repository of ours (a folder of the input) as a
 # user adds it (README): the archive keyring package, a deb822 entry with
 # Signed-By, apt-get update.
@@ -81,13 +88,10 @@ add_repo() {
 	printf 'Types: deb\nURIs: file:%s\nSuites: %s\nComponents: main\nSigned-By: %s\n' "$dir" "$SUITE" \
 		"$(dpkg -L "$(dpkg-deb -f "$kr" Package)" | grep '\.gpg$' | head -n 1)" \
 		>"/etc/apt/sources.list.d/$name.sources"
-	# Without the network (the scenario needs no archive) apt-get update reads our source alone.
-	local only=()
-	[ "$NET" = 1 ] || only=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$ST/sources.d"
-		-o APT::Get::List-Cleanup=0)
+	# Without the network (the scenario needs no archive) apt-get update reads our sources alone.
 	mkdir -p "$ST/sources.d"
 	cp "/etc/apt/sources.list.d/$name.sources" "$ST/sources.d/"
-	shown apt-get update "${only[@]}" || { bad "repo-$name" "apt-get update failed"; return 1; }
+	shown apt-get update "${APT_OURS[@]}" || { bad "repo-$name" "apt-get update failed"; return 1; }
 }
 
 # our_packages DIR: the names of the packages in repository DIR (not the keyring)

@@ -46,8 +46,10 @@ ROLES = ("default", "in-tree", "debug", "gcov")
 #            older version in the archive), which the guest installs and boots first
 #   pinned-kernel  the newer kernel of the same release from the suite table's pinned row
 #            (trixie-backports' 7.x): its sources line and packages
+#   release  the last release's packages (the newest tag vX.Y.Z below VERSION, built from
+#            the tag's own tree), as a second signed repository
 NEEDS = ("debs", "compat", "share", "figures", "wine", "module", "static", "intree", "next", "archive",
-         "older-kernel", "pinned-kernel", "next-release")
+         "older-kernel", "pinned-kernel", "next-release", "release")
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,9 @@ JOBS = (
         "trixie as the release notes say (sources changed, apt full-upgrade); 6.12 booted, DKMS's gcc-14 build "
         "loaded, the suite; bookworm's kernel autoremoved with its build", default="bookworm", timeout=7200,
         needs=("debs", "archive", "next-release")),
+    Job("upgrade-from-release", "scenario", "the last release (its tag vX.Y.Z, built from the tag's tree) "
+        "installed, loaded and in use, then apt upgrade to this tree's version: DKMS swaps the builds, the "
+        "holder goes on, the reboot brings the new module, the suite", timeout=3600, needs=("debs", "release")),
     Job("piuparts", "tool", "piuparts on bookworm and trixie: install and purge, upgrade from the previous "
         "version and purge, DKMS building in the chroot against the suite's kernel headers", timeout=3600),
     Job("autopkgtest", "tool", "debian/tests run by autopkgtest itself, autopkgtest-virt-qemu in the suite's "

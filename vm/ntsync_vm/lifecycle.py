@@ -17,11 +17,13 @@ import argparse
 import dataclasses
 import functools
 import io
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -437,6 +439,13 @@ def run_scenario(req, job, debs, next_debs):
     if "next" in job.needs:
         repos["next"] = repo.build(work / "next", next_debs, [suite], [arch.name])
         env["NEXT_VERSION"] = repo_version() + NEXT_SUFFIX
+    if "release" in job.needs:
+        # The last release as its users have it: its own packages, built from its tag, in
+        # a repository of their own (a repository keeps the newest version of a suite).
+        tag, rel_version, commit = last_release()
+        repos["release"] = repo.build(work / "release", release_debs(tag, rel_version, commit), [suite],
+                                      [arch.name])
+        env.update(RELEASE_TAG=tag, RELEASE_VERSION=rel_version)
     scenario_input(work / "in.tar", job, env, repos)
     seed = make_seed(work, f"scn-{job.name}", serial="scn-in", script="scenario.sh", instance="scn")
     overlay = work / "disk.qcow2"
@@ -457,6 +466,85 @@ def run_scenario(req, job, debs, next_debs):
         lines.append(f"FAIL the scenario hit its time-out ({fmt_secs(req.timeout or job.timeout)})")
         failed += 1
     return ScenarioResult(job.name, suite, tuple(kernels), tuple(lines), passed, failed, r.seconds, log_path)
+
+
+# How the project marks a release: an annotated tag vX.Y.Z on the commit whose VERSION
+# and debian/changelog say X.Y.Z (README, "Releases").
+RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.\d+)$")
+HOW_TO_TAG = ("a release is an annotated tag vX.Y.Z on the commit whose VERSION says X.Y.Z (README, "
+              "'Releases'): fetch the tags (git fetch --tags) or make it (git tag -a vX.Y.Z COMMIT)")
+
+
+def git(*args):
+    """git in this tree: (exit status, stdout)."""
+    try:
+        r = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise Failure("git is missing (apt-get install git): the last release is built from its tag")
+    return r.returncode, r.stdout.strip()
+
+
+def last_release(version=None):
+    """(tag, version, commit) of the newest release tag below VERSION (default this tree's)."""
+    version = version or repo_version()
+    rc, out = git("tag", "--list", "v*")
+    if rc:
+        raise Failure(f"{REPO} is not a git checkout: the last release is built from its git tag; "
+                      "run from a clone (git clone fetches the tags reachable from its branch)")
+    tags = [(t, m.group(1)) for t in out.split() if (m := RELEASE_TAG.match(t))]
+    older = [(t, v) for t, v in tags if debian_vercmp(v, version) < 0]
+    if not older:
+        named = ", ".join(t for t, _ in tags) or "none"
+        raise Failure(f"no release tag below {version} in this clone (tags: {named}); " + HOW_TO_TAG)
+    tag, rel = max(older, key=functools.cmp_to_key(lambda a, b: debian_vercmp(a[1], b[1])))
+    rc, commit = git("rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}")
+    if rc:
+        raise Failure(f"tag {tag} names no commit of this clone (a shallow clone?): git fetch --tags --unshallow")
+    rc, said = git("show", f"{commit}:VERSION")
+    if rc or said != rel:
+        raise Failure(f"tag {tag} is on {commit[:12]}, whose VERSION says {said or 'nothing'}, not {rel}: "
+                      + HOW_TO_TAG)
+    return tag, rel, commit
+
+
+def release_debs(tag, version, commit):
+    """The packages of release TAG (VERSION, at COMMIT), built from the tag's own tree by
+    that tree's debian/build-debs (`git archive` of the tag in a scratch folder; this tree's
+    build-debs only when the tag's tree has none), cached by commit. The release's own tests
+    ran when it was released: built with nocheck, on one core (guests share the host)."""
+    out = cache() / "vm-debs-release" / f"{version}-{commit[:12]}"
+    debs = sorted(p for p in out.glob("*.deb") if "-dbgsym_" not in p.name) if (out / "ok").exists() else []
+    if debs:
+        say(f"release {tag}: cached {out} ({len(debs)} debs)")
+        return debs
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    logf = out.parent / f"{out.name}.log"
+    with tempfile.TemporaryDirectory(prefix=f".src-{version}-", dir=out.parent) as tmp:
+        src = Path(tmp) / f"ntsync-{version}"
+        src.mkdir()
+        rc, _ = git("archive", "--format=tar", "--output", str(Path(tmp) / "src.tar"), commit)
+        if rc:
+            raise Failure(f"git archive {tag} failed: its tree is not in this clone (git fetch --tags)")
+        run(["tar", "-C", str(src), "-xf", str(Path(tmp) / "src.tar")])
+        script = src / "debian/build-debs"
+        how = f"{tag}'s own debian/build-debs"
+        if not script.is_file():
+            shutil.copy2(REPO / "debian/build-debs", script)
+            how = f"this tree's debian/build-debs ({tag}'s tree has none)"
+        say(f"release {tag} ({commit[:12]}): building its packages from its tree with {how} (log {logf})")
+        env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck parallel=1")
+        with open(logf, "w") as lf:
+            try:
+                r = subprocess.run(["bash", str(script), "--out", str(out)], stdout=lf, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env, timeout=1800)
+            except subprocess.TimeoutExpired:
+                raise Failure(f"building {tag} timed out after 30 min; see {logf}")
+    debs = sorted(p for p in out.glob("*.deb") if "-dbgsym_" not in p.name)
+    if r.returncode or not any(p.name.startswith(f"ntsync-dkms_{version}-") for p in debs):
+        raise Failure(f"building {tag}'s packages failed; last lines of {logf}:\n{tail_text(logf, 15)}")
+    (out / "ok").write_text(f"{tag} {commit} {how}\n")
+    return debs
 
 
 def older_kernel(spec, arch):
