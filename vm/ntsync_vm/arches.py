@@ -165,8 +165,8 @@ ARCHES = {
     # initramfs guests (boot --arch, TCG, -cpu cpu_tcg) have since booted arm64, armhf, i386,
     # ppc64el, s390x and riscv64 with them; facts marked "unverified" no guest has used yet
     # (cpu_bench: no timed job ran; boot/grub: no cloud guest of these exists, arm64's excepted: its
-    # cloud guest ran the suite (kernel and initrd given to QEMU); its efi disk is written, but
-    # no guest has booted it through AAVMF and GRUB (--disk-boot) yet). The static programs are the cross
+    # cloud guest ran the suite, with kernel and initrd given to QEMU and (--disk-boot) from its
+    # efi disk through AAVMF and GRUB). The static programs are the cross
     # builds of meson/cross/ARCH-static.ini (meson/build-static). The header flavours were read
     # from the archive (apt, every suite of suites.py). Their initramfs guests boot the kernel
     # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
@@ -184,7 +184,7 @@ ARCHES = {
         qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
                   cpu_tcg="max,pauth-impdef=on", cpu_bench="cortex-a57", tcg_slow=3.0),  # cpu_bench unverified
         # the cloud image: a foreign root (qemu-user) on a GPT disk, GRUB on its EFI system
-        # partition, to be booted by Debian's AAVMF (qemu-efi-aarch64) on -M virt (--disk-boot: not run yet)
+        # partition, booted by Debian's AAVMF (qemu-efi-aarch64) on -M virt (--disk-boot)
         boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),
         qemu_user="qemu-aarch64-static", efi_boot_file="BOOTAA64.EFI",
         uefi=Uefi(packages=("qemu-efi-aarch64",), code="usr/share/AAVMF/AAVMF_CODE.fd",
