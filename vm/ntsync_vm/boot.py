@@ -244,7 +244,7 @@ def judge_smoke(text, name, bench=False, prog="boot", exit_mark="smoke-exit"):
 @dataclasses.dataclass(frozen=True)
 class SuiteResult:
     """What one suite boot gave (the matrix's initramfs rows): the counts of every ABI added
-    up, the verdict, the kernel, the console log."""
+    up, the verdict, the kernel, the console log, the smoke test's line (smoke_line)."""
     rc: int
     passed: int
     failed: int
@@ -252,6 +252,7 @@ class SuiteResult:
     release: str
     console: Path
     seconds: float
+    smoke: str = "-"
 
 
 def build_ours_from(o, k, work):
@@ -284,9 +285,27 @@ def run_suite(o, work):
     text, seconds = boot(m, console.timeout_for("boot", o.job.timeout),
                          who=f"{k.release} ({k.name}, {o.arch.name}), the suite of {', '.join(names)}")
     rc = judge_suite(text, names, seconds)
-    counts = suite_counts(console.clean_lines(text)).values()
+    lines = console.clean_lines(text)
+    counts = suite_counts(lines).values()
     return SuiteResult(rc, *(sum(c[i] for c in counts) for i in range(3)), release=k.release,
-                       console=m.console, seconds=seconds)
+                       console=m.console, seconds=seconds, smoke=smoke_line(lines, console.marks(text)))
+
+
+SMOKE_LINE = re.compile(r"^smoke: (\d+) passed, (\d+) failed$")
+
+
+def smoke_line(lines, marks):
+    """The smoke test's verdict in a suite boot's console LINES and MARKS: 'N passed, N
+    failed' when ntsync-smoke printed its line and exited 0, 'FAIL (...)' when it did not,
+    '-' when it never ran (static programs without it)."""
+    if console.mark(marks, "smoke") is None:
+        return "-"
+    got = [m for m in (SMOKE_LINE.match(console.shown(x)) for x in lines) if m]
+    rc = console.mark(marks, "smoke-exit")
+    if not got:
+        return f"FAIL (no result line, exit {rc})"
+    p, f = got[-1].groups()
+    return f"{p} passed, {f} failed" + ("" if rc == "0" and f == "0" else f" FAIL (exit {rc})")
 
 
 CMOCKA_TOTAL = re.compile(r"^\[  (PASSED|FAILED|SKIPPED) *\] (\d+) test")
@@ -335,6 +354,10 @@ def judge_suite(text, names, seconds=None, prog="boot"):
             print(line)
     counts = suite_counts(lines)
     rc = 0
+    smoke = smoke_line(lines, marks)
+    if smoke != "-":
+        print(f"smoke: {smoke}")
+        rc |= 0 if smoke.endswith(" 0 failed") else 1
     for abi, name in zip(("native", "compat"), names):
         if abi not in counts:
             say(f"{prog}: the {name} programs ({abi}) never ran")

@@ -699,6 +699,8 @@ class Row:
     key: str = ""                      # secure-boot: DKMS's key enrolled or not
     arch: str = arches.DEFAULT         # matrix: the guest's architecture
     guest: str = "cloud"               # matrix: cloud (packages, DKMS) or initramfs (boot --job suite)
+    dkms: str = "-"                    # matrix, cloud rows: what DKMS did in the guest (dkms_verdict)
+    smoke: str = "-"                   # matrix, initramfs rows: ntsync-smoke's line (boot.smoke_line)
 
 
 def row_of(res, code, seconds, **kw):
@@ -789,6 +791,40 @@ def differential(res):
     return "-"
 
 
+# ntsync-dkms's postinst, on the running kernel (debian/ntsync-dkms.postinst), in the guest's
+# install.log: each line there is "[UPTIME] TEXT" (guest.sh, shown_timed)
+DKMS_LINES = (
+    (re.compile(r"ntsync-dkms: Linux (\S+): ntsync \S+ built and installed by DKMS\."), "built"),
+    (re.compile(r"ntsync-dkms: Linux (\S+): has its own ntsync driver"), "not built: in-tree driver"),
+    (re.compile(r"ntsync-dkms: Linux (\S+): not built"), "FAIL: not built"),
+    (re.compile(r"ntsync-dkms: Linux (\S+): not a kernel this driver is built for"), "FAIL: excluded"),
+)
+UPTIME = re.compile(r"^\[ *(\d+\.\d+)\] (.*)$")
+
+
+def dkms_verdict(results):
+    """What ntsync-dkms's postinst did for the guest's kernel, from RESULTS/install.log:
+    'built in N s' (from its 'Setting up ntsync-dkms' to DKMS's 'built and installed', the
+    guest's clock), 'not built: in-tree driver', 'FAIL: ...', or '-' (no packages installed)."""
+    f = results / "install.log"
+    krel = (results / "uname").read_text().strip() if (results / "uname").exists() else None
+    if not f.exists():
+        return "-"
+    start = None
+    for line in f.read_text(errors="replace").splitlines():
+        m = UPTIME.match(line)
+        t, text = (float(m.group(1)), m.group(2)) if m else (None, line)
+        if text.startswith("Setting up ntsync-dkms "):
+            start = t
+        for pat, verdict in DKMS_LINES:
+            k = pat.search(text)
+            if k and (krel is None or k.group(1) == krel):
+                if verdict == "built" and start is not None and t is not None:
+                    return f"built in {t - start:.0f} s"
+                return verdict
+    return "-" if start is None else "FAIL: no verdict from the postinst"
+
+
 def arch_rows(names, only):
     """The matrix's initramfs rows: `ntsync-vm boot SUITE --arch ARCH --job suite` on every
     (architecture, suite, driver) of suites.arch_plan (ONLY: those suites)."""
@@ -806,41 +842,66 @@ def arch_rows(names, only):
             rows.append(Row(suite=suite, kernel=r.release, driver=driver, arch=arch, guest="initramfs",
                             summary=Summary(r.passed, r.failed, r.skipped),
                             gates="clean" if r.rc == 0 else f"FAIL (see {r.console})",
-                            seconds=time.monotonic() - t, ok=r.rc == 0, console=r.console))
+                            seconds=time.monotonic() - t, ok=r.rc == 0, console=r.console, smoke=r.smoke))
         except Failure as e:
             rows.append(Row(suite=suite, kernel=kernel, driver=driver, arch=arch, guest="initramfs",
                             gates=str(e).splitlines()[0], seconds=time.monotonic() - t))
     return rows
 
 
-def job_matrix(req, only=None, arch_names=(), cloud_rows=True):
-    """The suite on every (suite, driver) of the suite table's matrix plan (ONLY: those
-    suites), in cloud guests of the host's architecture, then (ARCH_NAMES) in initramfs guests
-    of those architectures on every suite that has them; one table. A row that fails is a
-    failed row; the matrix goes on. CLOUD_ROWS False: the initramfs rows only."""
-    plan = suites.matrix_plan() if cloud_rows else []
-    wanted = [suites.resolve(x) for x in only.split(",")] if only else None
-    if wanted:
-        plan = [p for p in plan if p[0] in wanted]
-    # One build of the packages and of the compat suite for every row, even if the tree
-    # changes meanwhile.
-    debs = None if req.debs or req.no_debs or not plan else build_debs()
-    compat_dir = build_compat_suite(req.arch) if plan and req.compat and req.arch.compat else None
+def cloud_arches(req, arch_names, cloud_rows=True):
+    """The architectures of the matrix's cloud rows: --arch's (unless CLOUD_ROWS is False:
+    --arches-only), then every one of ARCH_NAMES (--arches) that cloud guests boot for
+    (arches.why_no_guests)."""
+    out = [req.arch] if cloud_rows else []
+    for n in arch_names:
+        a = arches.get(n)
+        if arches.why_no_guests(a, "cloud") is None and a not in out:
+            out.append(a)
+    return out
+
+
+def cloud_rows_of(req, arch, wanted):
+    """The cloud rows of ARCH: the suite on every (suite, driver) of the matrix plan that has
+    ARCH (WANTED: those suites), with one build of the packages (ARCH's: cross-built when it is
+    not the host's) and of the compat suite for every row, even if the tree changes meanwhile."""
+    plan = [p for p in suites.matrix_plan(arch.name) if not wanted or p[0] in wanted]
+    if not plan:
+        return []
+    req = dataclasses.replace(req, arch=arch)
+    debs = None if req.debs or req.no_debs else build_debs(arch)
+    compat_dir = build_compat_suite(arch) if req.compat and arch.compat else None
     rows = []
     for suite, driver in plan:
         r = dataclasses.replace(req, suite=suite, driver=driver, job=jobs.get("test", "cloud"))
-        log(f"matrix: {suite} / {driver}")
+        log(f"matrix: {arch.name} {suite} / {driver}")
         t = time.monotonic()
         try:
             res = run_guest(r.check(), prepare(r, compat_dir=compat_dir, debs=debs))
             code, _ = res.verdict()
-            rows.append(row_of(res, code, time.monotonic() - t, differential=differential(res)))
+            rows.append(row_of(res, code, time.monotonic() - t, differential=differential(res), arch=arch.name,
+                               dkms=dkms_verdict(res.results) if driver == "ours" else "-"))
         except Failure as e:
-            rows.append(failed_row(r, e, time.monotonic() - t))
+            rows.append(failed_row(r, e, time.monotonic() - t, arch=arch.name))
+    return rows
+
+
+def job_matrix(req, only=None, arch_names=(), cloud_rows=True):
+    """One table, architecture x suite x driver: the suite on every (suite, driver) of the
+    suite table's matrix plan (ONLY: those suites) in cloud guests (packages by apt, DKMS in
+    the guest) of --arch and of every architecture of ARCH_NAMES that has cloud guests; then
+    (ARCH_NAMES) the smoke test and the suite in initramfs guests of those architectures on
+    every suite that has them. A row that fails is a failed row; the matrix goes on.
+    CLOUD_ROWS False (--arches-only): no cloud rows of --arch."""
+    wanted = [suites.resolve(x) for x in only.split(",")] if only else None
+    rows = []
+    for arch in cloud_arches(req, arch_names, cloud_rows):
+        rows += cloud_rows_of(req, arch, wanted)
     rows += arch_rows(arch_names, wanted)
     return print_table(rows, (("arch", lambda r: r.arch), ("guest", lambda r: r.guest),
                               ("suite", lambda r: r.suite), ("kernel", lambda r: r.kernel),
-                              ("driver", lambda r: r.driver), *COUNTS, ("differential", lambda r: r.differential),
+                              ("driver", lambda r: r.driver), ("DKMS in the guest", lambda r: r.dkms),
+                              ("smoke", lambda r: r.smoke), *COUNTS, ("differential", lambda r: r.differential),
                               ("kernel log", lambda r: r.gates[:60]), *END))
 
 
@@ -899,11 +960,13 @@ NTSYNC_MAX_AGE_DAYS (default 14: images, kernel roots and the debug kernels olde
                     "to QEMU")
     ap.add_argument("--suites", help="matrix: comma-separated subset of suites")
     ap.add_argument("--arches", metavar="ARCH,...",
-                    help="matrix: also the suite in initramfs guests of these architectures (all: every one "
-                    f"that boots but the cloud rows': "
-                    f"{', '.join(n for n in arches.guest_names() if n != arches.DEFAULT)}"
-                    "), on every suite that has them (--suites: those)")
-    ap.add_argument("--arches-only", action="store_true", help="matrix: only the rows of --arches")
+                    help="matrix: also these architectures (all: every one that boots but --arch's: "
+                    f"{', '.join(n for n in arches.guest_names() if n != arches.DEFAULT)}): the smoke test and the "
+                    "suite in initramfs guests on every suite that has them, and the cloud rows (packages by apt, "
+                    f"DKMS in the guest) of those with cloud guests ({', '.join(arches.guest_names('cloud'))}); "
+                    "--suites: on those suites only")
+    ap.add_argument("--arches-only", action="store_true", help="matrix: only the rows of --arches, not --arch's "
+                    "cloud rows")
     ap.add_argument("--seeds", type=int, default=None,
                     help="test, matrix: walks of the differential test against the in-tree driver "
                          f"({', '.join(suites.in_tree_names())}; default 1000)")

@@ -204,11 +204,11 @@ def cross_checks(job):
     return run, skipped
 
 
-def matrix_plan():
-    """(suite, driver) of `ntsync-vm matrix`: every suite with an image, ours; and the kernel's
-    own driver where the kernel has it."""
-    plan = [(n, "ours") for n in names(image_only=True)]
-    return plan + [(n, "in-tree") for n in names(image_only=True) if SUITES[n].in_tree]
+def matrix_plan(arch=arches.DEFAULT):
+    """(suite, driver) of `ntsync-vm matrix`'s cloud rows of ARCH: every suite with an image
+    that has ARCH, ours; and the kernel's own driver where the kernel has it."""
+    have = [n for n in names(image_only=True) if arch in SUITES[n].architectures]
+    return [(n, "ours") for n in have] + [(n, "in-tree") for n in have if SUITES[n].in_tree]
 
 
 def arch_plan(arch_names, only=None):

@@ -21,7 +21,7 @@ REPO = HERE.parents[1]
 PKG = REPO / "vm" / "ntsync_vm"
 sys.path.insert(0, str(REPO / "vm"))
 
-from ntsync_vm import arches, boot, cloud, image, jobs, qemu, suites  # noqa: E402
+from ntsync_vm import arches, boot, cloud, console, image, jobs, qemu, suites  # noqa: E402
 from ntsync_vm.util import Failure, Usage  # noqa: E402
 
 
@@ -436,7 +436,7 @@ class Results(unittest.TestCase):
             return self.result(suite=req.suite, driver=req.driver, job_rc=0, summary=cloud.Summary(5, 0, 0))
         saved = cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential
         cloud.run_guest, cloud.prepare = run_guest, lambda req, **kw: cloud.Prepared()
-        cloud.build_debs, cloud.build_compat_suite = lambda: [], lambda arch: None
+        cloud.build_debs, cloud.build_compat_suite = lambda arch=None: [], lambda arch: None
         cloud.differential = lambda res: "-"
         try:
             from contextlib import redirect_stdout
@@ -450,6 +450,96 @@ class Results(unittest.TestCase):
         self.assertEqual(calls, suites.matrix_plan())
         self.assertIn("stage 'boot' stalled", buf.getvalue())
         self.assertTrue(buf.getvalue().rstrip().endswith(f"{5 * (len(calls) - 1)} passed, 1 failed, 0 skipped"))
+
+    def test_the_matrix_has_an_architecture_dimension(self):
+        calls, debs_for = [], []
+
+        def run_guest(req, prep):
+            calls.append((req.arch.name, req.suite, req.driver))
+            return self.result(suite=req.suite, driver=req.driver, job_rc=0, summary=cloud.Summary(5, 0, 0))
+
+        def build_debs(arch=None):
+            debs_for.append(arch.name)
+            return []
+        saved = (cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential,
+                 cloud.arch_rows)
+        cloud.run_guest, cloud.prepare, cloud.build_debs = run_guest, lambda req, **kw: cloud.Prepared(), build_debs
+        cloud.build_compat_suite, cloud.differential = lambda arch: None, lambda res: "-"
+        cloud.arch_rows = lambda names, only: [
+            cloud.Row(suite="trixie", kernel="6.12", arch=n, guest="initramfs", summary=cloud.Summary(3, 0, 0), ok=True,
+                      smoke="9 passed, 0 failed") for n in names]
+        try:
+            from contextlib import redirect_stdout
+            from io import StringIO
+            buf = StringIO()
+            req = cloud.Request(job=jobs.get("test", "cloud"), suite="trixie")
+            with redirect_stdout(buf):
+                rc = cloud.job_matrix(req, "trixie", ["arm64", "armhf"])
+            self.assertEqual(rc, 0)
+            # cloud rows: amd64's (--arch), then arm64's (cloud guests boot for it), each with its own
+            # packages; armhf has initramfs rows only
+            self.assertEqual(calls, [("amd64", "trixie", "ours"), ("arm64", "trixie", "ours")])
+            self.assertEqual(debs_for, ["amd64", "arm64"])
+            text = buf.getvalue()
+            self.assertRegex(text, r"\narm64 +cloud +trixie ")
+            self.assertRegex(text, r"\narmhf +initramfs +trixie .*9 passed, 0 failed +3 +0 +0 ")
+            self.assertTrue(text.rstrip().endswith("16 passed, 0 failed, 0 skipped"))
+            calls.clear()
+            with redirect_stdout(buf):
+                cloud.job_matrix(req, "trixie", ["arm64"], cloud_rows=False)
+            self.assertEqual(calls, [("arm64", "trixie", "ours")])
+        finally:
+            (cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential,
+             cloud.arch_rows) = saved
+
+    def test_matrix_plan_per_architecture(self):
+        has = [n for n in suites.names(True) if "arm64" in suites.SUITES[n].architectures]
+        self.assertEqual(suites.matrix_plan("arm64"),
+                         [(n, "ours") for n in has] + [(n, "in-tree") for n in has if suites.SUITES[n].in_tree])
+        self.assertNotIn("bookworm", [n for n, _ in suites.matrix_plan("riscv64")])
+
+    def test_dkms_verdict_from_the_guest_install_log(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d)
+            self.assertEqual(cloud.dkms_verdict(out), "-")
+            (out / "uname").write_text("6.12.118+deb13-cloud-arm64\n")
+            log = ("[   53.70] Setting up ntsync-dkms (1.1.0-1) ...\n"
+                   "[   54.00] Loading new ntsync/1.1.0 DKMS files...\n"
+                   "[   96.63] Building module(s).............. done.\n"
+                   "[  179.50] ntsync-dkms: Linux 6.12.118+deb13-cloud-arm64: ntsync 1.1.0 built and installed "
+                   "by DKMS.\n"
+                   "[  180.01] Setting up ntsync-tests (1.1.0-1) ...\n")
+            (out / "install.log").write_text(log)
+            self.assertEqual(cloud.dkms_verdict(out), "built in 126 s")
+            # another kernel's line (a second kernel installed) is not the running one's
+            (out / "install.log").write_text(log.replace("6.12.118+deb13-cloud-arm64:", "6.12.99-arm64:"))
+            self.assertEqual(cloud.dkms_verdict(out), "FAIL: no verdict from the postinst")
+            (out / "uname").write_text("7.3.4+deb13-cloud-arm64\n")
+            setup = "[ 50.0] Setting up ntsync-dkms (1.1.0-1) ...\n[ 51.0] ntsync-dkms: Linux 7.3.4+deb13-cloud-arm64: "
+            (out / "install.log").write_text(setup + "has its own ntsync driver (the complete in-tree one, Linux 6.14 "
+                                             "and later); nothing built, the kernel's module is used.\n")
+            self.assertEqual(cloud.dkms_verdict(out), "not built: in-tree driver")
+            (out / "install.log").write_text(setup + "not built, its headers are missing (apt-get install "
+                                             "linux-headers-7.3.4+deb13-cloud-arm64).\n")
+            self.assertEqual(cloud.dkms_verdict(out), "FAIL: not built")
+
+
+class SmokeInSuiteBoot(unittest.TestCase):
+    def lines(self, *body):
+        text = "\n".join(body)
+        return console.clean_lines(text), console.marks(text)
+
+    def test_smoke_line(self):
+        self.assertEqual(boot.smoke_line(*self.lines("##ntsync## insmod")), "-")
+        self.assertEqual(boot.smoke_line(*self.lines("##ntsync## smoke", "ok 1 x", "smoke: 111 passed, 0 failed",
+                                                     "##ntsync## smoke-exit 0")), "111 passed, 0 failed")
+        self.assertEqual(boot.smoke_line(*self.lines("##ntsync## smoke", "smoke: 110 passed, 1 failed",
+                                                     "##ntsync## smoke-exit 1")), "110 passed, 1 failed FAIL (exit 1)")
+        self.assertEqual(boot.smoke_line(*self.lines("##ntsync## smoke", "Segmentation fault",
+                                                     "##ntsync## smoke-exit 139")), "FAIL (no result line, exit 139)")
+        # a zero exit with failures printed is still a failure
+        self.assertEqual(boot.smoke_line(*self.lines("##ntsync## smoke", "smoke: 110 passed, 1 failed",
+                                                     "##ntsync## smoke-exit 0")), "110 passed, 1 failed FAIL (exit 0)")
 
 
 class Import(unittest.TestCase):
