@@ -13,12 +13,8 @@ hook=$top/debian/kernel/postinst.d/ntsync-dkms
 	echo "usage: $0 [SOURCE-TREE] (the ntsync tree; $hook must be executable)" >&2
 	exit 2
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+# shellcheck source=debian/tests-host/tap.sh
+. "$top/debian/tests-host/tap.sh"
 
 # the installed source's dkms.conf: the tree's, as the package installs it
 mkdir -p "$tmp/usr/src/ntsync-9.9.9"
@@ -148,5 +144,4 @@ else
 	bad "pre-build hook, ntsync-dkms removed: log '$(cat "$tmp/log")'"
 fi
 
-echo "1..$n"
-exit $fail
+done_tap

@@ -19,12 +19,8 @@ top=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 	echo "usage: $0 [SOURCE-TREE] (the ntsync tree with debian/)" >&2
 	exit 2
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+# shellcheck source=debian/tests-host/tap.sh
+. "$top/debian/tests-host/tap.sh"
 
 version=$(cat "$top/VERSION")
 kver=6.12.0-99-amd64
@@ -39,8 +35,7 @@ if (cd "$top" && bash debian/subst-kernel-range "$tmp/pkg") >"$tmp/subst.log" 2>
 else
 	bad "debian/subst-kernel-range failed"
 	sed 's/^/# /' "$tmp/subst.log"
-	echo "1..$n"
-	exit 1
+	done_tap
 fi
 postinst=$tmp/pkg/DEBIAN/postinst
 sh=$(command -v sh)
@@ -301,5 +296,4 @@ STUB_MODPROBE_RC=1 STUB_MODPROBE_MSG=$rejected run "no DKMS key"
 has '^ntsync-dkms: Secure Boot is on and the kernel refused the ntsync module: DKMS has no signing key (/var/lib/dkms/mok.pub), so the module is unsigned$'
 lacks "$false_promise"
 
-echo "1..$n"
-exit "$fail"
+done_tap
