@@ -825,6 +825,12 @@ def dkms_verdict(results):
     return "-" if start is None else "FAIL: no verdict from the postinst"
 
 
+def since(t, w):
+    """Seconds since monotonic time T, less the time queued for the guest lock since lock.WAITED
+    was W: a matrix row's own time, however many other guests ran meanwhile."""
+    return time.monotonic() - t - (lock.WAITED[0] - w)
+
+
 def arch_rows(names, only):
     """The matrix's initramfs rows: `ntsync-vm boot SUITE --arch ARCH --job suite` on every
     (architecture, suite, driver) of suites.arch_plan (ONLY: those suites)."""
@@ -832,7 +838,7 @@ def arch_rows(names, only):
     rows = []
     for arch, suite, driver in suites.arch_plan(names, only):
         log(f"matrix: {arch} {suite} / {driver} (initramfs)")
-        t = time.monotonic()
+        t, w = time.monotonic(), lock.WAITED[0]
         o = boot.BootRequest(job=jobs.get("suite", "initramfs"), kernel=suite, arch=arches.get(arch),
                              in_tree=driver == "in-tree")
         kernel = suites.SUITES[suite].series
@@ -842,10 +848,10 @@ def arch_rows(names, only):
             rows.append(Row(suite=suite, kernel=r.release, driver=driver, arch=arch, guest="initramfs",
                             summary=Summary(r.passed, r.failed, r.skipped),
                             gates="clean" if r.rc == 0 else f"FAIL (see {r.console})",
-                            seconds=time.monotonic() - t, ok=r.rc == 0, console=r.console, smoke=r.smoke))
+                            seconds=since(t, w), ok=r.rc == 0, console=r.console, smoke=r.smoke))
         except Failure as e:
             rows.append(Row(suite=suite, kernel=kernel, driver=driver, arch=arch, guest="initramfs",
-                            gates=str(e).splitlines()[0], seconds=time.monotonic() - t))
+                            gates=str(e).splitlines()[0], seconds=since(t, w)))
     return rows
 
 
@@ -875,14 +881,14 @@ def cloud_rows_of(req, arch, wanted):
     for suite, driver in plan:
         r = dataclasses.replace(req, suite=suite, driver=driver, job=jobs.get("test", "cloud"))
         log(f"matrix: {arch.name} {suite} / {driver}")
-        t = time.monotonic()
+        t, w = time.monotonic(), lock.WAITED[0]
         try:
             res = run_guest(r.check(), prepare(r, compat_dir=compat_dir, debs=debs))
             code, _ = res.verdict()
-            rows.append(row_of(res, code, time.monotonic() - t, differential=differential(res), arch=arch.name,
+            rows.append(row_of(res, code, since(t, w), differential=differential(res), arch=arch.name,
                                dkms=dkms_verdict(res.results) if driver == "ours" else "-"))
         except Failure as e:
-            rows.append(failed_row(r, e, time.monotonic() - t, arch=arch.name))
+            rows.append(failed_row(r, e, since(t, w), arch=arch.name))
     return rows
 
 
@@ -891,7 +897,8 @@ def job_matrix(req, only=None, arch_names=(), cloud_rows=True):
     suite table's matrix plan (ONLY: those suites) in cloud guests (packages by apt, DKMS in
     the guest) of --arch and of every architecture of ARCH_NAMES that has cloud guests; then
     (ARCH_NAMES) the smoke test and the suite in initramfs guests of those architectures on
-    every suite that has them. A row that fails is a failed row; the matrix goes on.
+    every suite that has them. A row's time leaves out its queueing for the guest lock. A row
+    that fails is a failed row; the matrix goes on.
     CLOUD_ROWS False (--arches-only): no cloud rows of --arch."""
     wanted = [suites.resolve(x) for x in only.split(",")] if only else None
     rows = []

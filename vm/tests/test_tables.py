@@ -492,6 +492,16 @@ class Results(unittest.TestCase):
             (cloud.run_guest, cloud.prepare, cloud.build_debs, cloud.build_compat_suite, cloud.differential,
              cloud.arch_rows) = saved
 
+    def test_a_matrix_row_time_leaves_out_the_guest_lock_queue(self):
+        from ntsync_vm import lock
+        saved = lock.WAITED[0]
+        try:
+            t, w = cloud.time.monotonic() - 100, lock.WAITED[0]
+            lock.WAITED[0] += 60
+            self.assertAlmostEqual(cloud.since(t, w), 40, delta=5)
+        finally:
+            lock.WAITED[0] = saved
+
     def test_matrix_plan_per_architecture(self):
         has = [n for n in suites.names(True) if "arm64" in suites.SUITES[n].architectures]
         self.assertEqual(suites.matrix_plan("arm64"),
