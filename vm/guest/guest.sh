@@ -124,6 +124,11 @@ load_driver() {
 		local f
 		f=$(modinfo -n ntsync 2>/dev/null || true)
 		case $f in
+		*/updates/ntsync-vm/*)
+			# built here before (a kernel with the in-tree driver: DKMS built nothing)
+			modprobe ntsync || return 1
+			LOADED_BY="ours (built here) $f"
+			;;
 		*/updates/* | */extra/*)
 			modprobe ntsync || return 1
 			LOADED_BY="ours (dkms) $f"

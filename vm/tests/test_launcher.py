@@ -882,6 +882,41 @@ class Lock(unittest.TestCase):
             lock.WAITED[0] = saved
 
 
+class GuestLoadDriver(unittest.TestCase):
+    """guest.sh's load_driver on the host, its commands stubbed: which module it loads and what
+    LOADED_BY (the driver named in the console and job.log) says."""
+
+    def load_ours(self, modinfo_path):
+        text = (REPO / "vm/guest/guest.sh").read_text()
+        fn = re.search(r"^load_driver\(\) \{\n.*?^\}\n", text, re.M | re.S)
+        self.assertIsNotNone(fn, "no load_driver() in vm/guest/guest.sh")
+        stubs = (f"modinfo() {{ echo '{modinfo_path}'; }}\n"
+                 "modprobe() { echo \"modprobe $*\" >&2; }\n"
+                 "insmod() { echo \"insmod $*\" >&2; }\n"
+                 "udevadm() { :; }\n"
+                 "say() { echo \"say: $*\"; }\n"
+                 "build_ours_directly() { echo 'built again' >&2; return 1; }\n")
+        script = stubs + fn.group(0) + 'load_driver ours || exit 1\necho "LOADED_BY=$LOADED_BY"\n'
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+
+    def test_ours_built_here_is_not_called_dkms(self):
+        # A kernel with the in-tree driver (7.x): DKMS built nothing, guest.sh built ours into
+        # updates/ntsync-vm/; reloading it after the in-tree one (differential, bench) says so.
+        ko = "/lib/modules/7.3.4+deb13-cloud-arm64/updates/ntsync-vm/ntsync.ko"
+        p = self.load_ours(ko)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"LOADED_BY=ours (built here) {ko}", p.stdout)
+        self.assertIn("modprobe ntsync", p.stderr)
+        self.assertNotIn("built again", p.stderr)
+
+    def test_ours_by_dkms(self):
+        ko = "/lib/modules/6.12.118+deb13-cloud-arm64/updates/dkms/ntsync.ko.xz"
+        p = self.load_ours(ko)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"LOADED_BY=ours (dkms) {ko}", p.stdout)
+        self.assertNotIn("built again", p.stderr)
+
+
 class Cli(unittest.TestCase):
     def run_cli(self, *args):
         return subprocess.run([str(REPO / "vm/ntsync-vm"), *args], capture_output=True, text=True, timeout=60)
