@@ -885,9 +885,9 @@ static void ntsync_wait_put(struct ntsync_device *dev, struct ntsync_q *q,
 
 /*
  * The absolute deadline on the host's clock; KTIME_MAX for none (U64_MAX).
- * Any other deadline above KTIME_MAX is, as in mainline, a negative time to
- * the kernel's clocks, which has passed (doc/spec.md,
- * §silent.timeout-huge): 0.
+ * Any other deadline above KTIME_MAX is taken as passed: 0.  Mainline 7.3
+ * was measured sleeping on such a deadline instead (doc/spec.md,
+ * §silent.timeout-huge, says where and why); following it is pending.
  */
 static ktime_t ntsync_deadline(const struct ntsync_wait_args *args)
 {
