@@ -212,11 +212,13 @@ ARCHES = {
     # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
     # them), not kernel_flavour's (cloud-* is amd64's and arm64's).
     "arm64": ARM64,
-    # Debian's 16 KiB-page kernel of arm64 (trixie on; bookworm has it only for 6.12 from
-    # bookworm-backports, not 6.1): arm64 in everything but the kernel, one flavour for guests and
-    # the W=1 matrix (there is no cloud-arm64-16k). QEMU's -cpu max has the 16K granule.
+    # Debian's 16 KiB-page kernel of arm64 (trixie on; bookworm has it only in
+    # bookworm-security's linux-6.12, not for 6.1): arm64 in everything but the kernel, one
+    # flavour for guests and the W=1 matrix (there is no cloud-arm64-16k). QEMU's -cpu max has
+    # the 16K granule.
     # compat: armhf, as arm64's. arch/arm64/Kconfig lets COMPAT on a 16K kernel only with
-    # EXPERT; Debian's arm64-16k config (trixie's 6.12.118) has CONFIG_EXPERT=y and CONFIG_COMPAT=y
+    # EXPERT; Debian's arm64-16k config (trixie's 6.12.118) has CONFIG_EXPERT=y and CONFIG_COMPAT=y.
+    # It runs only armhf programs whose load segments are 16 KiB-aligned (armhf-static.ini)
     "arm64-16k": replace(ARM64, name="arm64-16k", dpkg_arch="arm64", kernel_flavour="arm64-16k",
                          kbuild_flavour=None, check=()),
     "armhf": Arch(

@@ -111,7 +111,7 @@ SUITES = {s.name: s for s in (
           architectures=("amd64", "arm64", "armhf", "armel", "i386", "ppc64el", "s390x", "mips64el"),
           check=("smoke", "test", "wine-gate")),
     # arm64-16k: Debian's 16 KiB-page arm64 kernel (arches.py), from trixie on; bookworm's is
-    # 6.12 (bookworm-backports), not the suite's 6.1
+    # 6.12 (bookworm-security's linux-6.12), not the suite's 6.1
     Suite("trixie", "trixie", "6.12", _sources("trixie"), gcc=14,
           architectures=("amd64", "arm64", "arm64-16k", "armhf", "armel", "ppc64el", "riscv64", "s390x"),
           check=("smoke", "test", "secure-boot", "wine-gate")),
