@@ -12,7 +12,8 @@
  *     printed), never anything else;
  *   - every byte the objects cost in slab is charged to the cgroup
  *     (the charge per object against the slab caches' growth per object,
- *     both measured, may differ by the slab's own UNCHARGED_MAX bytes):
+ *     both measured, may differ by the slab's own UNCHARGED_MAX bytes and
+ *     what the per-CPU charge stocks held ahead at the first measure):
  *     on our driver, whose objects and wait queues come from accounted
  *     caches; mainline's are not, and there the test prints how much of
  *     each object escapes the limit and skips as a known difference
@@ -398,6 +399,7 @@ static void run_limited(bool waits)
 					       "OOM kill in the cgroup" : strsignal(WTERMSIG(status))) :
 			"exit";
 		long total = s[ns - 1].count;
+		double uncharged_max;
 
 		print_message("# memcg %s: driver %s, memory.max %llu KiB: %ld %s before the end (%s); "
 			      "charged %.0f B per %s, slab caches grew %.0f B per %s; peak "
@@ -424,14 +426,25 @@ static void run_limited(bool waits)
 			fail_msg("the child ended without ENOMEM and without an OOM kill (status %#x)",
 				 status);
 		assert_true(after <= base + tolerance);
-		if (!waits && slab - charge > UNCHARGED_MAX) {
+		/*
+		 * memory.current counts what the per-CPU charge stocks hold charged
+		 * ahead (up to 64 pages per CPU, as above): some at the first sample,
+		 * none at the last (the limit drains them), so the charge per object
+		 * reads low by up to that over the items. 16 KiB pages make it 1 MiB a
+		 * CPU: on arm64-16k (2 vCPUs) the difference read 48 and 64 B per
+		 * object where 4 KiB kernels read 23-27 B.
+		 */
+		uncharged_max = UNCHARGED_MAX + (a->count < z->count ?
+			(double)sysconf(_SC_NPROCESSORS_ONLN) * 64 * sysconf(_SC_PAGESIZE) / items : 0);
+		if (!waits && slab - charge > uncharged_max) {
 			if (known_difference_tolerated())
 				skip_msg("known difference: %.0f of every %.0f slab bytes per object "
 					 "(%.0f %%) are not charged to the creator's cgroup: a user can "
 					 "exceed memory.max by that share (issue 29)",
 					 slab - charge, slab, 100 * (slab - charge) / slab);
-			fail_msg("only %.0f of %.0f slab bytes per object are charged (at most %d may "
-				 "not be)", charge, slab, UNCHARGED_MAX);
+			fail_msg("only %.0f of %.0f slab bytes per object are charged (at most %.0f may "
+				 "not be: %d, and the charge stocks' %.0f)", charge, slab, uncharged_max,
+				 UNCHARGED_MAX, uncharged_max - UNCHARGED_MAX);
 		}
 	}
 }

@@ -496,7 +496,12 @@ int main(void)
 			strerror(errno));
 		return 77;
 	}
-	badptr = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* one page of no access, the system's page size (16 KiB on arm64-16k kernels) */
+	badptr = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (badptr == MAP_FAILED) {
+		fprintf(stderr, "ntsync-smoke: mmap of a no-access page: %s\n", strerror(errno));
+		return 1;
+	}
 
 	test_sem();
 	test_mutex();

@@ -8,10 +8,16 @@ cross file, the compat ABI, word size, endianness and ioctl encoding. Nothing el
 vm/ntsync_vm names an architecture (the Wine build's PE side excepted: Windows programs are
 x86-64 by nature); a suite row of suites.py says which architectures it has. Adding an
 architecture is one row in ARCHES.
+
+A row may also be a kernel flavour of an architecture that needs guests and builds of its own:
+arm64-16k (Debian's linux-image-arm64-16k, 16 KiB pages, what Apple-silicon machines run) is
+arm64 in everything but its kernel. Its dpkg_arch names the Debian architecture (packages,
+apt, the static programs, dpkg-buildpackage -a); its name keys what is its own (the kernel
+fetched, the headers extracted, logs, images).
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,14 @@ class Arch:
     qemu_user: str = None
     efi_boot_file: str = None   # the removable-media boot file of an "efi" disk (BOOTAA64.EFI)
     uefi: Uefi = None           # the firmware that boots an "efi" disk (None: no such disk yet)
+    # dpkg_arch: the Debian architecture of a row that is a kernel flavour of one (arm64-16k:
+    # arm64); None: the row's name is (debian_arch)
+    dpkg_arch: str = None
+
+    @property
+    def debian_arch(self):
+        """The Debian architecture (dpkg --print-architecture) of this row's packages and programs."""
+        return self.dpkg_arch or self.name
 
     def kernel_packages(self, pin="", flavour=None):
         """The suite's kernel and headers for this architecture (PIN: "/trixie-backports";
@@ -142,6 +156,32 @@ class Arch:
         return os.uname().machine == self.uname
 
 
+# arm64's row, named: the arm64-16k row of ARCHES is this one with another kernel
+ARM64 = Arch(
+    name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
+    # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
+    # (what boards and laptops run; the arm64-16k row below is the 16 KiB-page flavour)
+    kernel_flavour="cloud-arm64", kbuild_flavour="arm64", kernel_image="vmlinuz",
+    kernel_arch="arm64", kernel_build_image="arch/arm64/boot/Image", defconfig_extra=(),
+    console="ttyAMA0", console_speed="115200",
+    # gic-version=max: KVM on a GICv3-only host refuses virt's default GICv2 (unverified here).
+    # pauth-impdef=on: pointer authentication (which Debian's kernels use in every function)
+    # with QEMU's cheap hash instead of emulated QARMA, many times faster under TCG
+    qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
+              cpu_tcg="max,pauth-impdef=on", cpu_bench="cortex-a57", tcg_slow=3.0),  # cpu_bench unverified
+    # the cloud image: a foreign root (qemu-user) on a GPT disk, GRUB on its EFI system
+    # partition, booted by Debian's AAVMF (qemu-efi-aarch64) on -M virt (--disk-boot)
+    boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),
+    qemu_user="qemu-aarch64-static", efi_boot_file="BOOTAA64.EFI",
+    uefi=Uefi(packages=("qemu-efi-aarch64",), code="usr/share/AAVMF/AAVMF_CODE.fd",
+              vars="usr/share/AAVMF/AAVMF_VARS.fd"),
+    secure_boot=None, static_cross="meson/cross/arm64-static.ini",
+    compat="armhf", compat_cross="meson/cross/armhf-static.ini",
+    word_bits=64, endian="little", ioc_encoding="generic",
+    # the smoke boot: about 30 s a suite under TCG once the kernel and programs are cached
+    check=("smoke",))
+
+
 ARCHES = {
     "amd64": Arch(
         name="amd64", uname="x86_64", gnu_type="x86_64-linux-gnu",
@@ -171,29 +211,16 @@ ARCHES = {
     # from the archive (apt, every suite of suites.py). Their initramfs guests boot the kernel
     # of those headers (roots.CrossKernel: fetched, extracted, the module cross-built against
     # them), not kernel_flavour's (cloud-* is amd64's and arm64's).
-    "arm64": Arch(
-        name="arm64", uname="aarch64", gnu_type="aarch64-linux-gnu",
-        # cloud-arm64 for guests; the W=1 matrix builds against the generic arm64 flavour
-        # (what boards and laptops run; trixie on also has arm64-16k, not in the matrix yet)
-        kernel_flavour="cloud-arm64", kbuild_flavour="arm64", kernel_image="vmlinuz",
-        kernel_arch="arm64", kernel_build_image="arch/arm64/boot/Image", defconfig_extra=(),
-        console="ttyAMA0", console_speed="115200",
-        # gic-version=max: KVM on a GICv3-only host refuses virt's default GICv2 (unverified here).
-        # pauth-impdef=on: pointer authentication (which Debian's kernels use in every function)
-        # with QEMU's cheap hash instead of emulated QARMA, many times faster under TCG
-        qemu=Qemu(binary="qemu-system-aarch64", package="qemu-system-arm", machine="virt,gic-version=max",
-                  cpu_tcg="max,pauth-impdef=on", cpu_bench="cortex-a57", tcg_slow=3.0),  # cpu_bench unverified
-        # the cloud image: a foreign root (qemu-user) on a GPT disk, GRUB on its EFI system
-        # partition, booted by Debian's AAVMF (qemu-efi-aarch64) on -M virt (--disk-boot)
-        boot="efi", grub_platform="arm64-efi", grub_packages=("grub-efi-arm64-bin",),
-        qemu_user="qemu-aarch64-static", efi_boot_file="BOOTAA64.EFI",
-        uefi=Uefi(packages=("qemu-efi-aarch64",), code="usr/share/AAVMF/AAVMF_CODE.fd",
-                  vars="usr/share/AAVMF/AAVMF_VARS.fd"),
-        secure_boot=None, static_cross="meson/cross/arm64-static.ini",
-        compat="armhf", compat_cross="meson/cross/armhf-static.ini",
-        word_bits=64, endian="little", ioc_encoding="generic",
-        # the smoke boot: about 30 s a suite under TCG once the kernel and programs are cached
-        check=("smoke",)),
+    "arm64": ARM64,
+    # Debian's 16 KiB-page kernel of arm64 (trixie on; bookworm has it only in
+    # bookworm-security's linux-6.12, not for 6.1): arm64 in everything but the kernel, one
+    # flavour for guests and the W=1 matrix (there is no cloud-arm64-16k). QEMU's -cpu max has
+    # the 16K granule.
+    # compat: armhf, as arm64's. arch/arm64/Kconfig lets COMPAT on a 16K kernel only with
+    # EXPERT; Debian's arm64-16k config (trixie's 6.12.118) has CONFIG_EXPERT=y and CONFIG_COMPAT=y.
+    # It runs only armhf programs whose load segments are 16 KiB-aligned (armhf-static.ini)
+    "arm64-16k": replace(ARM64, name="arm64-16k", dpkg_arch="arm64", kernel_flavour="arm64-16k",
+                         kbuild_flavour=None, check=()),
     "armhf": Arch(
         name="armhf", uname="armv7l", gnu_type="arm-linux-gnueabihf",
         kernel_flavour="armmp-lpae", kernel_image="vmlinuz",
@@ -290,8 +317,8 @@ def host():
 
 
 def static_names(arch):
-    """The static program sets a guest of ARCH runs: its own and its compat ABI's."""
-    return [arch.name] + ([arch.compat] if arch.compat else [])
+    """The static program sets a guest of ARCH runs: its Debian architecture's and its compat ABI's."""
+    return [arch.debian_arch] + ([arch.compat] if arch.compat else [])
 
 
 # The kinds of guest: "initramfs" (ntsync-vm boot: a kernel and an initramfs, any row with a

@@ -182,7 +182,7 @@ def judge_taint(marks, prog):
 def job_smoke(o, work):
     k = Kernel(o.kernel, arch=o.arch)
     files = {}
-    bins = static.build([o.arch.name]) / o.arch.name
+    bins = static.build([o.arch.debian_arch]) / o.arch.debian_arch
     compare = "intree" in o.job.needs  # the kernel's own driver beside ours, compared in the guest
     if compare:
         k.in_tree_ko(work / "intree.ko")
@@ -549,7 +549,7 @@ def job_upstream(o, work):
     shutil.copy2(sel / "ntsync-selftest", work / "ntsync-selftest")
     roots.safe_rm(sel)
     files["bin/ntsync-selftest"] = work / "ntsync-selftest"
-    bins = static.build([o.arch.name]) / o.arch.name
+    bins = static.build([o.arch.debian_arch]) / o.arch.debian_arch
     for t in sorted(bins.glob("test-*")):
         files[f"bin/{t.name}"] = t
     # test-diff finds its recorded reference next to itself

@@ -33,7 +33,7 @@ def build_debs(arch=None):
     Cached under $NTSYNC_CACHE/vm-debs/HASH, HASH being that of the files that go into them.
     ARCH (a row of arches.py) other than the host's: the architecture-independent packages of
     the host's build and the architecture-dependent ones cross-built for ARCH (cross_debs)."""
-    if arch is not None and arch.name != roots.native_arch().name:
+    if arch is not None and arch.debian_arch != roots.native_arch().debian_arch:
         return sorted([d for d in build_debs() if d.name.endswith("_all.deb")] + cross_debs(arch),
                       key=lambda d: d.name)
     if not (REPO / "debian/control").exists():
@@ -79,7 +79,7 @@ def cross_debs(arch):
     root (roots.deb_cross_root: dpkg-buildpackage -a ARCH through debian/build-debs --host-arch),
     cached under $NTSYNC_CACHE/vm-debs/HASH-ARCH like the host's."""
     files = [f for f in source_files() if not f.startswith(("vm/", ".ci/")) and f not in ("README.md", "check")]
-    key = f"{tree_hash(files)}-{arch.name}"
+    key = f"{tree_hash(files)}-{arch.debian_arch}"
     out = cache() / "vm-debs" / key
     debs = sorted(out.glob("*.deb")) if (out / "ok").exists() else []
     if debs:
@@ -95,7 +95,7 @@ def cross_debs(arch):
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / f, dst, follow_symlinks=False)
     logf = cache() / "vm-debs" / f"build-{key}.log"
-    cmd = ["env", "NTSYNC_CACHE=/build/cache", "bash", "/build/src/debian/build-debs", "--host-arch", arch.name,
+    cmd = ["env", "NTSYNC_CACHE=/build/cache", "bash", "/build/src/debian/build-debs", "--host-arch", arch.debian_arch,
            "--out", "/build/out"]
     log(f"packages ({arch.name}): cross-building in {root} with {shlex.join(cmd[2:])} (log {logf})")
     with open(logf, "w") as lf:
@@ -472,7 +472,7 @@ def run_guest(req, prep):
         # real Wine's figures, from the last `ntsync-vm wine --bench` (wine.keep_figures)
         extra["wine-figures.txt"] = cache() / "wine" / "winbench.txt"
     # Our packages reach the guest as a user gets them: a signed apt repository (repo.py)
-    pkg_repo = repo.build(run_dir / "repo", prep.debs, [release], [arch.name]) if prep.debs else None
+    pkg_repo = repo.build(run_dir / "repo", prep.debs, [release], [arch.debian_arch]) if prep.debs else None
     inp = artifacts.make_input(run_dir, job.name, env, pkg_repo, share=req.share if "share" in job.needs else None,
                                extra=extra)
     if pkg_repo:

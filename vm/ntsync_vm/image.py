@@ -515,7 +515,7 @@ def build_image(suite, paths, extra_debs, secure_boot=False, arch=None, testbed=
                       + (["autopkgtest-virt-qemu"] if testbed else []))
     spec = suites.SUITES[suite]
     # a foreign root (another architecture than the host's): mmdebstrap through qemu-user
-    foreign = [arch.name] if arch.uname != os.uname().machine else []
+    foreign = [arch.debian_arch] if arch.uname != os.uname().machine else []
     t = time.monotonic()
     work = cache() / "images" / f".build-{suite}-{os.getpid()}"
     roots.clean_stale()

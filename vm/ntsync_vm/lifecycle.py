@@ -292,7 +292,7 @@ def run_lifecycle(req):
     work.mkdir(parents=True)
     for oldrun in sorted(work.parent.iterdir())[:-6]:
         shutil.rmtree(oldrun, ignore_errors=True)
-    make_input(work / "in.tar", tests, repo.build(work / "repo", new, [suite], [arch.name]), suite, old)
+    make_input(work / "in.tar", tests, repo.build(work / "repo", new, [suite], [arch.debian_arch]), suite, old)
     seed = make_seed(work, f"lc-{suite}", serial="apt-in", script="autopkgtest.sh", instance="lc")
     overlay = work / "disk.qcow2"
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(paths["disk"]), "-F", "qcow2", str(overlay)])
@@ -423,7 +423,7 @@ def run_scenario(req, job, debs, next_debs):
                         f"{suite} is not one of those (use --suite {next(iter(NEXT_RELEASE))})")
         env["TO_SUITE"] = to
         dists.append(to)
-    repos = {"repo": repo.build(work / "repo", debs, dists, [arch.name])}
+    repos = {"repo": repo.build(work / "repo", debs, dists, [arch.debian_arch])}
     if "pinned-kernel" in job.needs:
         # A newer kernel of the same release from a pinned suite row (trixie-backports'
         # 7.x): its extra sources and packages, as the suite table says them.
@@ -437,14 +437,14 @@ def run_scenario(req, job, debs, next_debs):
         env["KERNEL_META"] = " ".join(arch.kernel_packages())
         env["OLD_KERNEL_VERSION"] = older_kernel(spec, arch)
     if "next" in job.needs:
-        repos["next"] = repo.build(work / "next", next_debs, [suite], [arch.name])
+        repos["next"] = repo.build(work / "next", next_debs, [suite], [arch.debian_arch])
         env["NEXT_VERSION"] = repo_version() + NEXT_SUFFIX
     if "release" in job.needs:
         # The last release as its users have it: its own packages, built from its tag, in
         # a repository of their own (a repository keeps the newest version of a suite).
         tag, rel_version, commit = last_release()
         repos["release"] = repo.build(work / "release", release_debs(tag, rel_version, commit), [suite],
-                                      [arch.name])
+                                      [arch.debian_arch])
         env.update(RELEASE_TAG=tag, RELEASE_VERSION=rel_version)
     scenario_input(work / "in.tar", job, env, repos)
     seed = make_seed(work, f"scn-{job.name}", serial="scn-in", script="scenario.sh", instance="scn")

@@ -220,9 +220,15 @@ def native_arch():
 
 
 def foreign_arches(suite):
-    """The architectures of SUITE (a row of suites.py) that are not the host's, in table order."""
+    """The architectures of SUITE (a row of suites.py) that are not the host's, in table order
+    (a kernel flavour row included, beside its Debian architecture's: arches.py dpkg_arch)."""
     native = native_arch()
     return [arches.get(a) for a in suite.architectures if a != native.name]
+
+
+def foreign_debian_arches(suite):
+    """The Debian architectures of foreign_arches(SUITE), each once, in table order."""
+    return list(dict.fromkeys(a.debian_arch for a in foreign_arches(suite)))
 
 
 def xroot_dir(suite):
@@ -236,7 +242,7 @@ def xroot(suite):
     each of the suite's other architectures; cross_headers() extracts their header packages
     into it. Built when missing or stale, like every kernel root."""
     s = suites.get(suite, quiet=True)
-    gccs = [a.cross_gcc(s.gcc) for a in foreign_arches(s)]
+    gccs = list(dict.fromkeys(a.cross_gcc(s.gcc) for a in foreign_arches(s)))
     if not gccs:
         raise Usage(f"suite {s.name} has no architecture besides the host's: no cross root")
     return cached_root(xroot_dir(s.name), s.release, s.sources, KROOT_PACKAGES + XROOT_PACKAGES + gccs,
@@ -257,10 +263,11 @@ def deb_cross_root(arch):
     built when missing or stale like every root."""
     s = suites.get(DEB_CROSS_RELEASE, quiet=True)
     native = native_arch().name
-    pkgs = ["build-essential", f"crossbuild-essential-{arch.name}", "dpkg-dev", "debhelper", "dh-dkms",
-            "meson", "ninja-build", "pkgconf", f"libcmocka-dev:{arch.name}"]
-    return cached_root(cache() / "kroots" / f"{s.name}-debs-{arch.name}", s.release, s.sources, pkgs,
-                       f"{s.name} cross build root of the {arch.name} packages", architectures=[native, arch.name])
+    deb = arch.debian_arch
+    pkgs = ["build-essential", f"crossbuild-essential-{deb}", "dpkg-dev", "debhelper", "dh-dkms",
+            "meson", "ninja-build", "pkgconf", f"libcmocka-dev:{deb}"]
+    return cached_root(cache() / "kroots" / f"{s.name}-debs-{deb}", s.release, s.sources, pkgs,
+                       f"{s.name} cross build root of the {deb} packages", architectures=[native, deb])
 
 
 def _vkey(version):
@@ -307,9 +314,10 @@ class CrossHeaders:
     def apt(self):
         if self._apt is None:
             native = native_arch().name
-            say(f"reading the {self.suite.name} archive for {', '.join(a.name for a in foreign_arches(self.suite))}")
+            foreign = foreign_debian_arches(self.suite)
+            say(f"reading the {self.suite.name} archive for {', '.join(foreign)}")
             self._apt = Apt(self.root.parent / f"{self.root.name}.apt", self.suite.sources,
-                            architectures=[native] + [a.name for a in foreign_arches(self.suite)], reuse=True)
+                            architectures=[native] + foreign, reuse=True)
         return self._apt
 
     def series_versions(self, versions):
@@ -328,12 +336,12 @@ class CrossHeaders:
         first: the versioned headers, their -common, the host's linux-kbuild. Every version the
         indexes list, not only the meta package's (linux-headers-FLAVOUR names the newest two;
         the archive may lack their files for some architectures while older ones download)."""
-        apt, native = self.apt(), native_arch().name
+        apt, native, deb = self.apt(), native_arch().name, arch.debian_arch
         rx = re.compile(rf"^linux-headers-\d\S*-{re.escape(arch.headers_flavour)}$")
         names = [n for n in apt.pkgnames(f"linux-headers-{self.suite.series.split('.')[0]}.") if rx.match(n)]
         found = {}
-        for st in apt.stanzas(*[f"{n}:{arch.name}" for n in sorted(names)]):
-            if st.get("Architecture") == arch.name:
+        for st in apt.stanzas(*[f"{n}:{deb}" for n in sorted(names)]):
+            if st.get("Architecture") == deb:
                 found.setdefault(st.get("Version"), st)
         out = []
         for version in self.series_versions(found):
@@ -342,7 +350,7 @@ class CrossHeaders:
             common = next((d for d in deps if re.match(r"^linux-headers-\S+-common$", d)), None)
             kbuild = next((d for d in deps if d.startswith("linux-kbuild-")), None)
             if common and kbuild:
-                out.append((version, [f"{st['Package']}:{arch.name}={version}", f"{common}={version}",
+                out.append((version, [f"{st['Package']}:{deb}={version}", f"{common}={version}",
                                       f"{kbuild}:{native}={version}"]))
         return out
 
@@ -440,7 +448,7 @@ class CrossKernel:
     def _packages(self, apt):
         """The packages of the image (and modules) of the release, for the architecture (one
         apt-cache call: each costs a minute with every architecture's indexes)."""
-        a = self.arch.name
+        a = self.arch.debian_arch
         split = [f"linux-binary-{self.release}", f"linux-modules-{self.release}"]
         plain = [f"linux-image-{self.release}", f"linux-image-{self.release}-unsigned"]
         found = {st.get("Package") for st in apt.stanzas(*[f"{n}:{a}" for n in split + plain], strict=True)
@@ -459,7 +467,7 @@ class CrossKernel:
             return
         say(f"fetching the {self.arch.name} kernel {self.release} and busybox-static of {self.suite.name}")
         apt = self.headers.apt()
-        pkgs = self._packages(apt) + [f"busybox-static:{self.arch.name}"]
+        pkgs = self._packages(apt) + [f"busybox-static:{self.arch.debian_arch}"]
         for f in (apt.dir / "dl").glob("*.deb"):
             f.unlink()
         debs = apt.download(pkgs)
@@ -479,7 +487,7 @@ class CrossKernel:
             raise Failure(f"no kernel image {self.arch.kernel_image}-{self.release} (or "
                           f"usr/lib/modules/{self.release}/vmlinuz) in {' '.join(d.name for d in debs)}")
         if not self.busybox:
-            raise Failure(f"no busybox in busybox-static:{self.arch.name}")
+            raise Failure(f"no busybox in busybox-static:{self.arch.debian_arch}")
         stamp.write_text(self.release + "\n")
         say(f"{self.arch.name} kernel {self.release}: {self.image.relative_to(self.dir)}")
 

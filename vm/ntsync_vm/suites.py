@@ -110,17 +110,19 @@ SUITES = {s.name: s for s in (
     Suite("bookworm", "bookworm", "6.1", _sources("bookworm"), gcc=12,
           architectures=("amd64", "arm64", "armhf", "armel", "i386", "ppc64el", "s390x", "mips64el"),
           check=("smoke", "test", "wine-gate")),
+    # arm64-16k: Debian's 16 KiB-page arm64 kernel (arches.py), from trixie on; bookworm's is
+    # 6.12 (bookworm-security's linux-6.12), not the suite's 6.1
     Suite("trixie", "trixie", "6.12", _sources("trixie"), gcc=14,
-          architectures=("amd64", "arm64", "armhf", "armel", "ppc64el", "riscv64", "s390x"),
+          architectures=("amd64", "arm64", "arm64-16k", "armhf", "armel", "ppc64el", "riscv64", "s390x"),
           check=("smoke", "test", "secure-boot", "wine-gate")),
     # sid has no armel (the port left unstable) and no i386 kernel; 7.2 is built with gcc-16
     Suite("sid", "sid", "7.2", (f"deb {MIRROR} sid main",), gcc=16,
-          architectures=("amd64", "arm64", "armhf", "ppc64el", "riscv64", "s390x"),
+          architectures=("amd64", "arm64", "arm64-16k", "armhf", "ppc64el", "riscv64", "s390x"),
           aliases=("unstable",), image=False),
     # linux-base must come from backports too, or apt cannot install the 7.x kernel.
     # trixie-backports has no 7.x kernel for armel.
     Suite("trixie-backports", "trixie", "7.3", _sources("trixie", f"deb {MIRROR} trixie-backports main"), gcc=14,
-          architectures=("amd64", "arm64", "armhf", "ppc64el", "riscv64", "s390x"),
+          architectures=("amd64", "arm64", "arm64-16k", "armhf", "ppc64el", "riscv64", "s390x"),
           pin="/trixie-backports", pinned_too=("linux-base/trixie-backports",), aliases=("trixie-7x",)),
 )}
 

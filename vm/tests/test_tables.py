@@ -108,7 +108,7 @@ class ArchTable(unittest.TestCase):
             if a.compat:
                 self.assertIn(a.compat, arches.ARCHES, name)
                 self.assertEqual(arches.get(a.compat).word_bits, 32, name)
-            self.assertEqual(arches.static_names(a)[0], name)
+            self.assertEqual(arches.static_names(a)[0], a.debian_arch)
             self.assertEqual(a.qemu is None, bool(a.build_only), name)
             self.assertTrue(a.headers_flavour, name)
             # ./check's boots on other architectures: initramfs jobs ./check runs, on a row that boots
@@ -163,17 +163,19 @@ class ArchTable(unittest.TestCase):
         self.assertEqual(sorted(n for n, e in enc.items() if e == "powerpc"), ["mips64el", "ppc64el"])
         self.assertEqual([n for n, a in arches.ARCHES.items() if a.endian == "big"], ["s390x"])
         self.assertEqual({n: a.compat for n, a in arches.ARCHES.items() if a.compat},
-                         {"amd64": "i386", "arm64": "armhf"})
+                         {"amd64": "i386", "arm64": "armhf", "arm64-16k": "armhf"})
         self.assertEqual(arches.get("s390x").qemu.virtio, "ccw")
         self.assertEqual(arches.get("s390x").device("virtio-blk"), "virtio-blk-ccw")
         self.assertEqual({n: a.console for n, a in arches.ARCHES.items() if a.qemu},
-                         {"amd64": "ttyS0", "arm64": "ttyAMA0", "armhf": "ttyAMA0", "i386": "ttyS0",
+                         {"amd64": "ttyS0", "arm64": "ttyAMA0", "arm64-16k": "ttyAMA0", "armhf": "ttyAMA0",
+                          "i386": "ttyS0",
                           "ppc64el": "hvc0", "s390x": "ttysclp0", "mips64el": "ttyS0", "riscv64": "ttyS0"})
         self.assertEqual([n for n, a in arches.ARCHES.items() if a.build_only], ["armel"])
 
     def test_cross_compilers(self):
         # Debian's cross compiler packages: gcc-N-TRIPLET, the triplet's _ as -
         want = {"amd64": "gcc-14-x86-64-linux-gnu", "arm64": "gcc-14-aarch64-linux-gnu",
+                "arm64-16k": "gcc-14-aarch64-linux-gnu",
                 "armhf": "gcc-14-arm-linux-gnueabihf", "armel": "gcc-14-arm-linux-gnueabi",
                 "i386": "gcc-14-i686-linux-gnu", "ppc64el": "gcc-14-powerpc64le-linux-gnu",
                 "s390x": "gcc-14-s390x-linux-gnu", "mips64el": "gcc-14-mips64el-linux-gnuabi64",
@@ -181,6 +183,29 @@ class ArchTable(unittest.TestCase):
         self.assertEqual({n: a.cross_gcc(14) for n, a in arches.ARCHES.items()}, want)
         self.assertEqual(arches.get("arm64").cross_compile, "aarch64-linux-gnu-")
         self.assertEqual(arches.get("arm64").cross_gcc(12), "gcc-12-aarch64-linux-gnu")
+
+    def test_kernel_flavour_rows(self):
+        # a row that is a kernel flavour of a Debian architecture (arm64-16k): that architecture's
+        # in everything but the kernel, its packages and programs the architecture's
+        flavours = {n: a for n, a in arches.ARCHES.items() if a.dpkg_arch}
+        self.assertEqual(sorted(flavours), ["arm64-16k"])
+        for name, a in arches.ARCHES.items():
+            self.assertEqual(a.debian_arch, a.dpkg_arch or name, name)
+        for name, a in flavours.items():
+            base = arches.get(a.dpkg_arch)
+            self.assertIsNone(base.dpkg_arch, name)
+            for field in ("uname", "gnu_type", "kernel_arch", "kernel_image", "qemu", "static_cross",
+                          "word_bits", "endian", "ioc_encoding", "boot", "grub_packages", "uefi", "qemu_user"):
+                self.assertEqual(getattr(a, field), getattr(base, field), f"{name} {field}")
+            self.assertNotEqual(a.headers_flavour, base.headers_flavour, name)
+            self.assertEqual(arches.static_names(a), arches.static_names(base), name)
+        a16 = arches.get("arm64-16k")
+        self.assertEqual(a16.kernel_packages(), ["linux-image-arm64-16k", "linux-headers-arm64-16k"])
+        self.assertEqual(a16.headers_flavour, "arm64-16k")
+        # Debian's arm64-16k kernel has CONFIG_COMPAT (and EXPERT, which a 16K kernel needs for it)
+        self.assertEqual(arches.static_names(a16), ["arm64", "armhf"])
+        self.assertIn("arm64-16k", arches.guest_names())
+        self.assertIn("arm64-16k", arches.guest_names("cloud"))
 
 
 class SuiteArchitectures(unittest.TestCase):
@@ -199,9 +224,9 @@ class SuiteArchitectures(unittest.TestCase):
         self.assertEqual(set(suites.SUITES["bookworm"].architectures),
                          {"amd64", "arm64", "armhf", "armel", "i386", "ppc64el", "s390x", "mips64el"})
         self.assertEqual(set(suites.SUITES["trixie"].architectures),
-                         {"amd64", "arm64", "armhf", "armel", "ppc64el", "riscv64", "s390x"})
+                         {"amd64", "arm64", "arm64-16k", "armhf", "armel", "ppc64el", "riscv64", "s390x"})
         for name in ("sid", "trixie-backports"):
-            self.assertLessEqual({"amd64", "arm64"}, set(suites.SUITES[name].architectures), name)
+            self.assertLessEqual({"amd64", "arm64", "arm64-16k"}, set(suites.SUITES[name].architectures), name)
         self.assertEqual({n: s.gcc for n, s in suites.SUITES.items()},
                          {"bookworm": 12, "trixie": 14, "sid": 16, "trixie-backports": 14})
 
@@ -216,6 +241,11 @@ class SuiteArchitectures(unittest.TestCase):
             self.assertEqual(len(foreign), len(s.architectures) - (native.name in s.architectures))
             for a in foreign:
                 self.assertRegex(a.cross_gcc(s.gcc), rf"^gcc-{s.gcc}-[a-z0-9-]+-linux-gnu[a-z0-9]*$")
+            # apt and the cross compilers see Debian architectures, each once (arm64-16k is arm64)
+            debs = roots.foreign_debian_arches(s)
+            self.assertEqual(len(debs), len(set(debs)), name)
+            self.assertEqual(set(debs), {a.debian_arch for a in foreign}, name)
+            self.assertNotIn("arm64-16k", debs, name)
         self.assertEqual(roots.xroot_dir("trixie-7x").name, "trixie-backports-cross")
 
 
@@ -282,6 +312,23 @@ class Kbuild(unittest.TestCase):
             ("6.12.107-1", ["linux-headers-6.12.107+deb13-s390x:s390x=6.12.107-1",
                             "linux-headers-6.12.107+deb13-common=6.12.107-1",
                             f"linux-kbuild-6.12.107+deb13:{native}=6.12.107-1"])])
+        # a kernel flavour row: its own flavour's headers, asked for and taken as its Debian
+        # architecture's packages (arm64-16k: linux-headers-*-arm64-16k:arm64), never the
+        # architecture's other flavour
+
+        def arm64(v, name, flavour):
+            return {"Package": f"linux-headers-{name}-{flavour}", "Version": v, "Architecture": "arm64",
+                    "Depends": f"linux-headers-{name}-common (= {v}), linux-kbuild-{name}"}
+        offered.clear()
+        offered.update({"linux-headers-6.12.118+deb13-arm64:arm64": [arm64("6.12.118-1", "6.12.118+deb13", "arm64")],
+                        "linux-headers-6.12.118+deb13-arm64-16k:arm64": [
+                            arm64("6.12.118-1", "6.12.118+deb13", "arm64-16k")]})
+        self.assertEqual(h.candidates(arches.get("arm64-16k")), [
+            ("6.12.118-1", ["linux-headers-6.12.118+deb13-arm64-16k:arm64=6.12.118-1",
+                            "linux-headers-6.12.118+deb13-common=6.12.118-1",
+                            f"linux-kbuild-6.12.118+deb13:{native}=6.12.118-1"])])
+        self.assertEqual(h.candidates(arches.get("arm64"))[0][1][0],
+                         "linux-headers-6.12.118+deb13-arm64:arm64=6.12.118-1")
         self.assertEqual(roots.CrossHeaders("trixie-backports", "/x").series_versions(
             ["6.12.118-1", "7.3.4-1~bpo13+1"]), ["7.3.4-1~bpo13+1"])
         # the archive lacks 7.3.4's files for some architectures: 7.2's backports come next
