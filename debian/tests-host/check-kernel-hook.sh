@@ -13,8 +13,8 @@ hook=$top/debian/kernel/postinst.d/ntsync-dkms
 	echo "usage: $0 [SOURCE-TREE] (the ntsync tree; $hook must be executable)" >&2
 	exit 2
 }
-# shellcheck source=debian/tests-host/tap.sh
-. "$top/debian/tests-host/tap.sh"
+# shellcheck source=tests/tap.sh
+. "$top/tests/tap.sh"
 
 # the installed source's dkms.conf: the tree's, as the package installs it
 mkdir -p "$tmp/usr/src/ntsync-9.9.9"

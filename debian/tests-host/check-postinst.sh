@@ -19,8 +19,8 @@ top=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 	echo "usage: $0 [SOURCE-TREE] (the ntsync tree with debian/)" >&2
 	exit 2
 }
-# shellcheck source=debian/tests-host/tap.sh
-. "$top/debian/tests-host/tap.sh"
+# shellcheck source=tests/tap.sh
+. "$top/tests/tap.sh"
 
 version=$(cat "$top/VERSION")
 kver=6.12.0-99-amd64

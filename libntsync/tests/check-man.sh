@@ -18,12 +18,8 @@ if ! command -v groff >/dev/null 2>&1; then
 	exit 77
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+# shellcheck source=tests/tap.sh
+. "$(dirname "$0")/../../tests/tap.sh"
 
 # The installed pages, in a man3/ tree so that ".so man3/x.3" resolves.
 mkdir "$tmp/man3"
@@ -84,5 +80,4 @@ for page in man3/*.3; do
 	done
 done
 
-echo "1..$n"
-exit $fail
+done_tap

@@ -1,5 +1,6 @@
 # shellcheck shell=sh
-# The TAP prologue of the host tests in this folder (sourced; sh, not bash): a scratch
+# Sourced by debian/tests-host/check-*.sh and libntsync/tests/check-man.sh.
+# The TAP prologue of the shell host tests (sourced; sh, not bash): a scratch
 # folder removed at exit ($tmp), ok/bad counting the results, done_tap printing the plan
 # and exiting 1 when one failed.
 tmp=$(mktemp -d)
