@@ -176,7 +176,10 @@ class WholeRun(unittest.TestCase):
     tree's version and +test1), the input tar, the machine booted from its disk (no -kernel)
     with a reboot allowed, the recorded console replayed and judged, the table."""
 
-    def test_upgrade_in_use(self):
+    def stage(self, other, other_version):
+        """A scratch cache whose QEMU replays FIRST, a cached image of empty files, this tree's
+        ntsync-dkms in now/ and one of OTHER_VERSION in OTHER/ (returned with the scratch folder
+        and the QEMU calls' log); lifecycle's image, root check, commands and host tools stubbed."""
         t, calls = replaying(self, FIRST)
         fake = t / "image"
         fake.mkdir()
@@ -184,24 +187,27 @@ class WholeRun(unittest.TestCase):
             (fake / f).write_text("")
         paths = {"disk": fake / "disk.qcow2", "kernel": fake / "vmlinuz", "initrd": fake / "initrd.img"}
         (t / "now").mkdir()
-        (t / "next").mkdir()
+        (t / other).mkdir()
         dummy_deb(t / "now", "ntsync-dkms", version=repo_version() + "-1")
-        dummy_deb(t / "next", "ntsync-dkms", version=repo_version() + "+test1-1")
+        deb = dummy_deb(t / other, "ntsync-dkms", version=other_version)
         if not shutil.which("cloud-localds"):
             self.skipTest("needs cloud-localds (the NoCloud seed)")
-        saved = (lifecycle.find_image, lifecycle.require_root, lifecycle.old_debs, lifecycle.run,
-                 lifecycle.ensure_host_tools)
-        self.addCleanup(lambda: setattr_all(saved))
-        lifecycle.find_image = lambda suite, arch=None: (paths, {"kernel_release": "6.12.118+deb13-cloud-amd64"})
-        lifecycle.require_root = lambda what: None
-        lifecycle.old_debs = lambda version: t / "next"
-        made = []
+        self.patch(find_image=lambda suite, arch=None: (paths, {"kernel_release": "6.12.118+deb13-cloud-amd64"}),
+                   require_root=lambda what: None,
+                   # qemu-img create of the overlay: an empty file will do
+                   run=lambda cmd, **kw: Path(cmd[-1]).write_text(""),
+                   ensure_host_tools=lambda names: None)  # QEMU is the stand-in
+        return t, calls, deb
 
-        def fake_run(cmd, **kw):  # qemu-img create of the overlay: an empty file will do
-            made.append(cmd)
-            Path(cmd[-1]).write_text("")
-        lifecycle.run = fake_run
-        lifecycle.ensure_host_tools = lambda names: None  # QEMU is the stand-in
+    def patch(self, **stubs):
+        """lifecycle's NAME = STUB for each of STUBS, put back after the test."""
+        for name, stub in stubs.items():
+            self.addCleanup(setattr, lifecycle, name, getattr(lifecycle, name))
+            setattr(lifecycle, name, stub)
+
+    def test_upgrade_in_use(self):
+        t, calls, _ = self.stage("next", repo_version() + "+test1-1")
+        self.patch(old_debs=lambda version: t / "next")
         req = lifecycle.from_args(["--scenario", "upgrade-in-use", "--debs", str(t / "now")])
         results, out, err = quiet(lifecycle.run_scenarios, req)
         self.assertEqual(len(results), 1)
@@ -226,31 +232,9 @@ class WholeRun(unittest.TestCase):
     def test_upgrade_from_release(self):
         """The last release as a repository of its own beside this tree's, and its tag and version
         in the guest's env (release_debs stands in for the build from the tag's tree)."""
-        t, calls = replaying(self, FIRST)
-        fake = t / "image"
-        fake.mkdir()
-        for f in ("disk.qcow2", "vmlinuz", "initrd.img"):
-            (fake / f).write_text("")
-        paths = {"disk": fake / "disk.qcow2", "kernel": fake / "vmlinuz", "initrd": fake / "initrd.img"}
-        (t / "now").mkdir()
-        (t / "rel").mkdir()
-        dummy_deb(t / "now", "ntsync-dkms", version=repo_version() + "-1")
-        rel = dummy_deb(t / "rel", "ntsync-dkms", version="1.0.0-1")
-        if not shutil.which("cloud-localds"):
-            self.skipTest("needs cloud-localds (the NoCloud seed)")
-        saved = (lifecycle.find_image, lifecycle.require_root, lifecycle.last_release, lifecycle.release_debs,
-                 lifecycle.run, lifecycle.ensure_host_tools)
-
-        def restore():
-            (lifecycle.find_image, lifecycle.require_root, lifecycle.last_release, lifecycle.release_debs,
-             lifecycle.run, lifecycle.ensure_host_tools) = saved
-        self.addCleanup(restore)
-        lifecycle.find_image = lambda suite, arch=None: (paths, {"kernel_release": "6.12.118+deb13-cloud-amd64"})
-        lifecycle.require_root = lambda what: None
-        lifecycle.last_release = lambda: ("v1.0.0", "1.0.0", "c0ffee" * 6 + "c0ff")
-        lifecycle.release_debs = lambda tag, version, commit: [rel]
-        lifecycle.run = lambda cmd, **kw: Path(cmd[-1]).write_text("")
-        lifecycle.ensure_host_tools = lambda names: None
+        t, _, rel = self.stage("rel", "1.0.0-1")
+        self.patch(last_release=lambda: ("v1.0.0", "1.0.0", "c0ffee" * 6 + "c0ff"),
+                   release_debs=lambda tag, version, commit: [rel])
         req = lifecycle.from_args(["--scenario", "upgrade-from-release", "--debs", str(t / "now")])
         results, out, err = quiet(lifecycle.run_scenarios, req)
         self.assertEqual([(r.name, r.suite) for r in results], [("upgrade-from-release", "trixie")], out + err)
@@ -317,11 +301,6 @@ class LastRelease(unittest.TestCase):
         self.git("tag", "-a", "-m", "wrong", "v1.0.0")   # on a commit whose VERSION says 1.1.0
         with self.assertRaisesRegex(Failure, "tag v1.0.0 is on .*, whose VERSION says 1.1.0, not 1.0.0"):
             lifecycle.last_release("1.1.0")
-
-
-def setattr_all(saved):
-    (lifecycle.find_image, lifecycle.require_root, lifecycle.old_debs, lifecycle.run,
-     lifecycle.ensure_host_tools) = saved
 
 
 if __name__ == "__main__":
